@@ -1,0 +1,40 @@
+// format.h — turn captured PCs into readable lines, e.g.
+//   #1 0x000055d0c0a01234 in demo::Parse(int) (demo+0x1234)
+//
+// Names come from the dynamic symbol table (dladdr): link executables with -rdynamic for their
+// own functions to be named. File:line and inline frames arrive with the symbolizer.
+#ifndef STACKWALK_FORMAT_H_
+#define STACKWALK_FORMAT_H_
+
+#include <string>
+
+namespace stackwalk {
+
+// What is known about one PC.
+struct FrameInfo {
+  const void* pc = nullptr;
+  std::string function;     // demangled; empty if unknown
+  std::string module_path;  // the loaded object's path; empty if unknown
+  unsigned long long module_offset = 0;  // pc minus the module's load bias (addr2line's input)
+};
+
+// DescribePc()
+//
+// Looks `pc` up. `is_return_address` says the PC follows a call (every frame but the
+// interrupted one of a signal context), so the lookup uses pc - 1, inside the call.
+//
+// Signal safety: NOT async-signal-safe (dladdr, allocation, demangling).
+FrameInfo DescribePc(const void* pc, bool is_return_address);
+
+// FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)".
+// Unknown parts are left out. Signal safety: NOT async-signal-safe.
+std::string FormatFrame(int index, const FrameInfo& frame);
+
+// FormatTrace(): the lines of pcs[0..n), one per frame, each ending in '\n'. Set
+// `first_is_interrupted_pc` for traces from a signal context.
+// Signal safety: NOT async-signal-safe.
+std::string FormatTrace(void* const* pcs, int n, bool first_is_interrupted_pc = false);
+
+}  // namespace stackwalk
+
+#endif  // STACKWALK_FORMAT_H_

@@ -1,0 +1,103 @@
+/*
+ * stackwalk.h — the C API of stackwalk: capture the PCs of the current call stack, or of the
+ * stack interrupted by a signal, with a chosen unwind method.
+ *
+ * Example:
+ *
+ *   void *pcs[64];
+ *   int n = stackwalk_backtrace(pcs, 64, STACKWALK_AUTO);
+ *   if (n < 0) fprintf(stderr, "unwind failed: %s\n", stackwalk_strerror(n));
+ *
+ * In a SIGSEGV handler installed with SA_SIGINFO:
+ *
+ *   void on_segv(int sig, siginfo_t *info, void *uc) {
+ *     void *pcs[64];
+ *     int n = stackwalk_backtrace_from_context(uc, pcs, 64, STACKWALK_AUTO);
+ *     ... write pcs[0..n) to an fd ...
+ *   }
+ *
+ * Valid C (C99 and later) and C++.
+ */
+#ifndef STACKWALK_STACKWALK_H_
+#define STACKWALK_STACKWALK_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The unwind method. STACKWALK_AUTO picks the best one built for this architecture. */
+typedef enum {
+  STACKWALK_AUTO = 0,
+  STACKWALK_FP = 1,      /* frame-pointer chain (rbp on x86_64, x29 on aarch64, r11/r7 on arm32) */
+  STACKWALK_EHFRAME = 2, /* .eh_frame CFI */
+  STACKWALK_EXIDX = 3    /* .ARM.exidx (EHABI), 32-bit ARM only */
+} stackwalk_method;
+
+/* Negative return values of the capture calls. */
+enum {
+  /* pcs is NULL while max > 0, max < 0, or ucontext is NULL. */
+  STACKWALK_ERROR_INVALID_ARGUMENT = -1,
+  /* The method does not exist on this architecture (STACKWALK_EXIDX off 32-bit ARM) or is not a
+   * stackwalk_method value. */
+  STACKWALK_ERROR_METHOD_UNAVAILABLE = -2,
+  /* The method exists for this architecture but this build of stackwalk does not implement it yet. */
+  STACKWALK_ERROR_METHOD_NOT_BUILT = -3,
+  /* The starting stack pointer is not inside any stack stackwalk can find (thread stack or
+   * sigaltstack), so nothing beyond the first PC can be read safely. */
+  STACKWALK_ERROR_NO_STACK = -4
+};
+
+/* stackwalk_backtrace()
+ *
+ * Writes up to `max` program counters of the calling thread's stack into `pcs`, innermost first,
+ * and returns how many it wrote, or a negative STACKWALK_ERROR_* code. pcs[0] is a PC inside the
+ * function that called stackwalk_backtrace (like glibc's backtrace()); every later entry is a
+ * return address. A corrupt or unreadable frame ends the walk with the frames found before it.
+ * max == 0 returns 0.
+ *
+ * Signal safety: async-signal-safe. Takes no lock, never allocates, opens no file except
+ * /proc/self/maps the first time a thread's stack bounds are needed (open/read/close only). */
+int stackwalk_backtrace(void **pcs, int max, stackwalk_method method);
+
+/* stackwalk_backtrace_from_context()
+ *
+ * Like stackwalk_backtrace(), but starts from the registers saved in `ucontext` (a ucontext_t*,
+ * e.g. the third argument of an SA_SIGINFO handler). pcs[0] is the interrupted PC itself; later
+ * entries are return addresses. The context must belong to the calling thread (its stack is the
+ * one read).
+ *
+ * Signal safety: async-signal-safe, as stackwalk_backtrace(). */
+int stackwalk_backtrace_from_context(const void *ucontext, void **pcs, int max,
+                                     stackwalk_method method);
+
+/* stackwalk_strerror()
+ *
+ * Returns a static, NUL-terminated description of a STACKWALK_ERROR_* code ("unknown error" for
+ * other values). The string lives forever.
+ *
+ * Signal safety: async-signal-safe. */
+const char *stackwalk_strerror(int error);
+
+/* stackwalk_method_available()
+ *
+ * Returns 1 if `method` can capture in this build on this architecture, 0 otherwise.
+ *
+ * Signal safety: async-signal-safe. */
+int stackwalk_method_available(stackwalk_method method);
+
+/* stackwalk_refresh_modules()
+ *
+ * Brings stackwalk's snapshot of the loaded objects up to date: rebuilds it if a library was
+ * loaded or unloaded since the last snapshot (glibc's dlpi_adds/dlpi_subs), and does nothing
+ * otherwise. Returns 1 if it rebuilt, 0 if nothing changed, or a negative STACKWALK_ERROR_* code.
+ * Call it after dlopen/dlclose if you want the change seen before the next non-signal lookup.
+ *
+ * Signal safety: NOT async-signal-safe (calls dl_iterate_phdr, which takes the loader lock).
+ * Never call it from a signal handler. */
+int stackwalk_refresh_modules(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* STACKWALK_STACKWALK_H_ */

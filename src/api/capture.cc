@@ -1,0 +1,101 @@
+// The capture entry points of the C and C++ APIs. Each entry captures its own registers and walks
+// from there, dropping its own frame, so that pcs[0] is inside its caller.
+#include <ucontext.h>
+
+#include "core/module_map.h"
+#include "core/native_walk.h"
+#include "stackwalk/capture.h"
+#include "stackwalk/stackwalk.h"
+
+namespace stackwalk {
+namespace {
+
+using internal::NativeRegs;
+using internal::StackMemory;
+
+int ValidateArguments(void** pcs, int max, int method) {
+  if (max < 0 || (pcs == nullptr && max > 0)) return STACKWALK_ERROR_INVALID_ARGUMENT;
+  return internal::CheckMethod(method);
+}
+
+// Walks from the registers of an entry point's own frame, which is dropped.
+int WalkFromEntry(NativeRegs& regs, void** pcs, int max, int method, int skip) {
+  StackMemory memory;
+  if (!internal::InitStackFor(regs, &memory)) return STACKWALK_ERROR_NO_STACK;
+  return internal::WalkToArray(method, regs, memory, pcs, max, 1 + skip);
+}
+
+int WalkFromContext(const void* ucontext, void** pcs, int max, int method) {
+  if (ucontext == nullptr) return STACKWALK_ERROR_INVALID_ARGUMENT;
+  int err = ValidateArguments(pcs, max, method);
+  if (err != 0 || max == 0) return err;
+  NativeRegs regs;
+  internal::RegsFromUcontext(static_cast<const ucontext_t*>(ucontext), &regs);
+  StackMemory memory;
+  if (!internal::InitStackFor(regs, &memory)) {
+    // The interrupted PC is known even when its stack is not.
+    pcs[0] = reinterpret_cast<void*>(
+        static_cast<uintptr_t>(internal::NativeArch::ReportedPc(regs.pc())));
+    return 1;
+  }
+  return internal::WalkToArray(method, regs, memory, pcs, max, 0);
+}
+
+}  // namespace
+
+STACKWALK_ENTRY int Capture(void** pcs, int max, Method method, int skip_frames) {
+  NativeRegs regs;
+  STACKWALK_CAPTURE_HERE(regs);
+  int err = ValidateArguments(pcs, max, static_cast<int>(method));
+  if (err != 0 || max == 0) return err;
+  if (skip_frames < 0) return STACKWALK_ERROR_INVALID_ARGUMENT;
+  return WalkFromEntry(regs, pcs, max, static_cast<int>(method), skip_frames);
+}
+
+int CaptureFromContext(const void* ucontext, void** pcs, int max, Method method) {
+  return WalkFromContext(ucontext, pcs, max, static_cast<int>(method));
+}
+
+}  // namespace stackwalk
+
+extern "C" {
+
+STACKWALK_ENTRY int stackwalk_backtrace(void** pcs, int max, stackwalk_method method) {
+  stackwalk::internal::NativeRegs regs;
+  STACKWALK_CAPTURE_HERE(regs);
+  int err = stackwalk::ValidateArguments(pcs, max, method);
+  if (err != 0 || max == 0) return err;
+  return stackwalk::WalkFromEntry(regs, pcs, max, method, 0);
+}
+
+int stackwalk_backtrace_from_context(const void* ucontext, void** pcs, int max,
+                                     stackwalk_method method) {
+  return stackwalk::WalkFromContext(ucontext, pcs, max, method);
+}
+
+const char* stackwalk_strerror(int error) {
+  switch (error) {
+    case 0:
+      return "success";
+    case STACKWALK_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case STACKWALK_ERROR_METHOD_UNAVAILABLE:
+      return "unwind method not available on this architecture";
+    case STACKWALK_ERROR_METHOD_NOT_BUILT:
+      return "unwind method not implemented in this build";
+    case STACKWALK_ERROR_NO_STACK:
+      return "stack pointer is not inside a known stack";
+    default:
+      return "unknown error";
+  }
+}
+
+int stackwalk_method_available(stackwalk_method method) {
+  return stackwalk::internal::CheckMethod(method) == 0 ? 1 : 0;
+}
+
+int stackwalk_refresh_modules(void) {
+  return stackwalk::internal::ModuleMap::Global().RefreshIfChanged() ? 1 : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,102 @@
+// ModuleMap: an immutable snapshot of the loaded objects (executable, libraries, vDSO) with what
+// the unwinders and the symbolizer need of each, swapped atomically when dlopen/dlclose changed
+// the loaded set. Readers never lock; only Refresh*() (never from a signal handler) builds.
+#ifndef STACKWALK_SRC_CORE_MODULE_MAP_H_
+#define STACKWALK_SRC_CORE_MODULE_MAP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/address_range.h"
+
+namespace stackwalk::internal {
+
+struct Module {
+  static constexpr int kMaxExecRanges = 4;
+  static constexpr int kMaxBuildIdSize = 32;
+
+  const char* path = "";       // as the loader knows it; "" for the main executable on glibc
+  uint64_t load_bias = 0;      // dlpi_addr: runtime address = link-time address + load_bias
+  AddressRange extent;         // lowest to highest PT_LOAD byte
+  AddressRange exec[kMaxExecRanges];  // PF_X segments
+  int exec_count = 0;
+  AddressRange eh_frame_hdr;   // PT_GNU_EH_FRAME, empty if absent
+  AddressRange arm_exidx;      // PT_ARM_EXIDX, empty if absent
+  uint8_t build_id[kMaxBuildIdSize] = {};
+  uint8_t build_id_size = 0;
+  bool is_vdso = false;
+  bool is_main_executable = false;
+
+  bool IsExecutable(uint64_t pc) const;
+};
+
+// One immutable snapshot. Modules are sorted by extent.lo.
+class ModuleSnapshot {
+ public:
+  uint64_t generation() const { return generation_; }
+  int size() const { return count_; }
+  const Module& module(int i) const { return modules_[i]; }
+  // The module whose extent holds `pc`, or nullptr. Signal safety: async-signal-safe.
+  const Module* Find(uint64_t pc) const;
+  // The module with an executable segment holding `pc`, or nullptr.
+  const Module* FindExecutable(uint64_t pc) const;
+
+ private:
+  friend class ModuleMap;
+  uint64_t generation_ = 0;
+  unsigned long long adds_ = 0;
+  unsigned long long subs_ = 0;
+  int count_ = 0;
+  size_t mapped_bytes_ = 0;
+  ModuleSnapshot* next_retired_ = nullptr;
+  Module* modules_ = nullptr;
+};
+
+class ModuleMap {
+ public:
+  // The process-wide map. Built on first use from a non-signal context (libstackwalk builds it
+  // in a constructor at load time).
+  static ModuleMap& Global();
+
+  // Pins the current snapshot for the life of the reader: the snapshot is not freed while any
+  // reader exists. Signal safety: async-signal-safe (two atomic increments, no lock).
+  class Reader {
+   public:
+    explicit Reader(ModuleMap& map);
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    // nullptr before the first build.
+    const ModuleSnapshot* snapshot() const { return snapshot_; }
+
+   private:
+    ModuleMap& map_;
+    const ModuleSnapshot* snapshot_;
+  };
+
+  // Rebuilds if the loaded set changed since the current snapshot (glibc's dlpi_adds and
+  // dlpi_subs), or if there is none yet. Returns true if it rebuilt.
+  // Signal safety: NOT async-signal-safe (dl_iterate_phdr, mmap, a mutex).
+  bool RefreshIfChanged();
+  // Rebuilds unconditionally (e.g. after a miss on an unknown PC). Returns false if it could not
+  // build (out of memory); the old snapshot then stays.
+  bool Rebuild();
+
+  // How many snapshots were built so far.
+  uint64_t rebuild_count() const { return rebuilds_.load(std::memory_order_relaxed); }
+
+ private:
+  ModuleMap() = default;
+  bool RebuildLocked();
+  void FreeRetiredLocked();
+
+  std::atomic<ModuleSnapshot*> current_{nullptr};
+  std::atomic<long> readers_{0};
+  std::atomic<uint64_t> rebuilds_{0};
+  ModuleSnapshot* retired_ = nullptr;  // guarded by the writer mutex in module_map.cc
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_CORE_MODULE_MAP_H_

@@ -1,0 +1,82 @@
+#include "core/stack_memory.h"
+
+#include <errno.h>
+#include <signal.h>
+
+#include "core/proc_maps.h"
+
+namespace stackwalk::internal {
+namespace {
+
+// Initial-exec TLS: a dlopen'ed libstackwalk then lives in glibc's static TLS surplus, so the
+// first access from a thread never calls __tls_get_addr (which may malloc).
+__attribute__((tls_model("initial-exec"))) thread_local AddressRange t_thread_stack;
+
+bool LookUpStackMapping(uint64_t addr, AddressRange* out) {
+  Mapping m;
+  if (!FindMapping(addr, &m) || !m.readable || !m.writable) return false;
+  *out = m.range;
+  return true;
+}
+
+// The sigaltstack the calling thread is running on, if any.
+bool CurrentAltStack(uint64_t sp, AddressRange* out) {
+  int saved_errno = errno;
+  stack_t ss;
+  bool on = sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) != 0;
+  errno = saved_errno;
+  if (!on) return false;
+  AddressRange r{reinterpret_cast<uintptr_t>(ss.ss_sp),
+                 reinterpret_cast<uintptr_t>(ss.ss_sp) + ss.ss_size};
+  if (!r.Contains(sp)) return false;
+  *out = r;
+  return true;
+}
+
+}  // namespace
+
+bool StackMemory::AddRegion(AddressRange range) {
+  if (count_ == kMaxRegions || range.empty()) return false;
+  regions_[count_++] = range;
+  return true;
+}
+
+bool StackMemory::InitForCurrentThread(uint64_t sp) {
+  count_ = 0;
+  discover_on_miss_ = false;
+  AddressRange cached = t_thread_stack;
+  if (cached.Contains(sp)) {
+    AddRegion(cached);
+    return true;
+  }
+  AddressRange alt;
+  if (CurrentAltStack(sp, &alt)) {
+    AddRegion(alt);
+    // The walk leaves the altstack through the signal frame into the thread's stack.
+    if (!cached.empty()) {
+      AddRegion(cached);
+    } else {
+      discover_on_miss_ = true;
+    }
+    return true;
+  }
+  // First walk on this thread, or the main thread's stack grew below the cached bounds.
+  AddressRange found;
+  if (!LookUpStackMapping(sp, &found)) return false;
+  t_thread_stack = found;
+  AddRegion(found);
+  return true;
+}
+
+bool StackMemory::DiscoverThreadStack(uint64_t addr) {
+  discover_on_miss_ = false;  // at most one /proc read per walk
+  AddressRange found;
+  if (!LookUpStackMapping(addr, &found)) return false;
+  // Not cached: `addr` came from a frame, not from a real stack pointer, so it may be garbage
+  // that happens to point into some other writable mapping.
+  return AddRegion(found);
+}
+
+void StackMemory::ResetThreadCacheForTesting() { t_thread_stack = AddressRange(); }
+
+}  // namespace stackwalk::internal

@@ -1,0 +1,67 @@
+// StackMemory: bounds-checked reads of the calling thread's stack, for walks that must never
+// fault. A read succeeds only inside a known stack region: the thread's stack (found once per
+// thread from /proc/self/maps and cached in a thread-local) and, inside a handler running on
+// it, the sigaltstack.
+#ifndef STACKWALK_SRC_CORE_STACK_MEMORY_H_
+#define STACKWALK_SRC_CORE_STACK_MEMORY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/address_range.h"
+
+namespace stackwalk::internal {
+
+class StackMemory {
+ public:
+  static constexpr int kMaxRegions = 2;
+
+  // Prepares reads for a walk of the calling thread that starts at stack pointer `sp`.
+  // Returns false if `sp` lies in no stack stackwalk can find.
+  // Signal safety: async-signal-safe (may read /proc/self/maps once per thread).
+  bool InitForCurrentThread(uint64_t sp);
+
+  // Adds a region by hand (snapshots, tests). Returns false when full.
+  bool AddRegion(AddressRange range);
+
+  // Copies `size` bytes at `addr` into `out` if they lie inside one region.
+  // A miss while walking off a sigaltstack whose thread stack is not yet known looks the
+  // thread stack up once.
+  bool Read(uint64_t addr, void* out, size_t size) {
+    for (int i = 0; i < count_; ++i) {
+      if (regions_[i].ContainsSpan(addr, size)) {
+        std::memcpy(out, reinterpret_cast<const void*>(static_cast<uintptr_t>(addr)), size);
+        return true;
+      }
+    }
+    if (discover_on_miss_ && DiscoverThreadStack(addr)) return Read(addr, out, size);
+    return false;
+  }
+
+  // Index of the region holding `addr`, or -1. Like Read(), may look the thread stack up once.
+  int RegionOf(uint64_t addr) {
+    for (int i = 0; i < count_; ++i) {
+      if (regions_[i].Contains(addr)) return i;
+    }
+    if (discover_on_miss_ && DiscoverThreadStack(addr)) return RegionOf(addr);
+    return -1;
+  }
+
+  int region_count() const { return count_; }
+  const AddressRange& region(int i) const { return regions_[i]; }
+
+  // Forgets the calling thread's cached stack bounds (tests).
+  static void ResetThreadCacheForTesting();
+
+ private:
+  bool DiscoverThreadStack(uint64_t addr);
+
+  AddressRange regions_[kMaxRegions];
+  int count_ = 0;
+  bool discover_on_miss_ = false;
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_CORE_STACK_MEMORY_H_

@@ -1,0 +1,47 @@
+// Helpers for chain tests: name captured PCs with dladdr (test binaries link with -rdynamic).
+#ifndef STACKWALK_TESTS_FRAME_NAMES_H_
+#define STACKWALK_TESTS_FRAME_NAMES_H_
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stackwalk::testing {
+
+// The symbol holding each PC; return addresses (all but an interrupted first PC) at pc - 1.
+inline std::vector<std::string> FrameNames(void* const* pcs, int n, bool first_is_interrupted) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    if (!(i == 0 && first_is_interrupted)) pc -= 1;
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_sname != nullptr) {
+      names.push_back(info.dli_sname);
+    } else {
+      names.push_back("?");
+    }
+  }
+  return names;
+}
+
+// True if `want` appears in `names` in order (not necessarily adjacent).
+inline bool ContainsInOrder(const std::vector<std::string>& names,
+                            const std::vector<std::string>& want) {
+  size_t j = 0;
+  for (size_t i = 0; i < names.size() && j < want.size(); ++i) {
+    if (names[i] == want[j]) ++j;
+  }
+  return j == want.size();
+}
+
+inline std::string Join(const std::vector<std::string>& names) {
+  std::string s;
+  for (auto& n : names) s += (s.empty() ? "" : " <- ") + n;
+  return s;
+}
+
+}  // namespace stackwalk::testing
+
+#endif  // STACKWALK_TESTS_FRAME_NAMES_H_
