@@ -163,6 +163,41 @@ TYPED_TEST(RecordAtFpTest, GarbageStackNeverLeavesTheRegion) {
   }
 }
 
+// Two regions, as on a sigaltstack: the walk may move from one to the other once.
+class TwoRegionMemory {
+ public:
+  TwoRegionMemory() : alt_(0x10000, 0x1000), stack_(kStack, kStackSize) {}
+  bool Read(uint64_t addr, void* out, size_t size) {
+    return alt_.RegionOf(addr) == 0 ? alt_.Read(addr, out, size) : stack_.Read(addr, out, size);
+  }
+  int RegionOf(uint64_t addr) const {
+    return alt_.RegionOf(addr) == 0 ? 0 : stack_.RegionOf(addr) == 0 ? 1 : -1;
+  }
+  FakeMemory alt_;
+  FakeMemory stack_;
+};
+
+TEST(RegionSwitch, RecordAtTheTopOfTheAltStackLeadsToTheThreadStack) {
+  TwoRegionMemory mem;
+  uint64_t top_record = 0x11000 - 16;  // the last 16 bytes of the altstack
+  mem.alt_.Put64(top_record, kStack + 0x100);
+  mem.alt_.Put64(top_record + 8, 0x401000);
+  mem.stack_.Put64(kStack + 0x100, kStack + 0x200);
+  mem.stack_.Put64(kStack + 0x108, 0x402000);
+  mem.stack_.Put64(kStack + 0x200, 0x10100);  // back onto the altstack: a second switch
+  mem.stack_.Put64(kStack + 0x208, 0x403000);
+  Regs<ArchX86_64> regs;
+  regs.set_pc(0x400000);
+  regs.set_sp(0x10800);
+  regs.set_fp(top_record);
+  FpWalkState state;
+  std::vector<uint64_t> pcs{regs.pc()};
+  StepResult r;
+  while ((r = FpStepRecordAtFp(regs, mem, &state)) == StepResult::kOk) pcs.push_back(regs.pc());
+  EXPECT_EQ(pcs, (std::vector<uint64_t>{0x400000, 0x401000, 0x402000, 0x403000}));
+  EXPECT_EQ(r, StepResult::kInvalidFrame);
+}
+
 TEST(Aarch64FpStep, StripsPointerAuthenticationCode) {
   FakeMemory mem(kStack, kStackSize);
   PutChain<ArchAarch64>(mem, {kStack + 0x100}, {0x002a0000004011f4ull});  // PAC in bits 48+

@@ -81,7 +81,7 @@ inline void RegsFromUcontext(const ucontext_t* uc, NativeRegs* regs) {
     (regs).Set(::stackwalk::internal::ArchArm::kArmFp, r11_);                           \
   } while (0)
 // ARM code, so that GCC lays the entry's frame out as layout (b) of fp_step_arm.h.
-#define STACKWALK_ENTRY __attribute__((noinline, target("arm")))
+#define STACKWALK_ENTRY __attribute__((noinline, target("arm")))  // and built -ffixed-r7
 #endif
 
 #endif  // STACKWALK_SRC_CORE_CONTEXT_H_

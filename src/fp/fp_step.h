@@ -35,6 +35,9 @@ template <class Memory>
 inline bool ValidFramePointer(Memory& memory, uint64_t fp, uint64_t sp, FpWalkState* state) {
   int fp_region = memory.RegionOf(fp);
   int sp_region = memory.RegionOf(sp);
+  // A step sets sp just above the record it read, which is the region's end when the record
+  // was the topmost one (as the kernel's frame record at the top of a sigaltstack is).
+  if (sp_region < 0 && sp != 0) sp_region = memory.RegionOf(sp - 1);
   if (fp_region < 0 || sp_region < 0 || fp_region == sp_region) {
     // Unknown regions are refused by the read that follows.
     return fp >= sp && fp - sp <= kMaxFrameSize;

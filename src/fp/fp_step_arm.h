@@ -6,8 +6,9 @@
 // The frame pointer register is r11 in ARM code and r7 in Thumb code (bit 0 of the PC); the
 // other one is callee-saved and carried through unchanged. Layouts (a) and (b) cannot both
 // validate, since [fp] cannot be both a stack and a code address. Layout (c) is found by a
-// bounded upward scan for the first {stack address above it, code address} pair: a heuristic,
-// which is why the EHABI unwinder is the one to use for GCC Thumb code.
+// bounded upward scan: first for a record whose saved r7 is the address just above it (a GCC
+// Thumb caller), then for the first {stack address above it, code address} pair. That is a
+// heuristic, which is why the EHABI unwinder is the one to use for GCC Thumb code.
 #ifndef STACKWALK_SRC_FP_FP_STEP_ARM_H_
 #define STACKWALK_SRC_FP_FP_STEP_ARM_H_
 
@@ -64,9 +65,23 @@ StepResult FpStepArm(Regs<ArchArm>& regs, Memory& memory, const CodeMap& code,
       caller_sp = fp + 8;
     }
   } else {
+    // (c) proper: a GCC Thumb caller's r7 is its stack pointer after its prologue, which is
+    // where this frame began, just above the record. Matching that exactly skips the stale
+    // {stack address, return address} pairs that dead locals below the record often hold.
+    for (uint64_t off = 0; off < kMaxThumbRecordScan && !found; off += 4) {
+      uint64_t saved_r7;
+      if (!ReadWord<ArchArm>(memory, fp + off, &saved_r7)) break;
+      if (saved_r7 == fp + off + 8 &&
+          ArmRecordMatches(memory, code, fp + off, fp, &next_fp, &lr, state)) {
+        found = true;
+        caller_sp = fp + off + 8;
+      }
+    }
+    // (a), then the first plausible pair: callers framed another way (clang, ARM code, or no
+    // frame pointer at all).
     for (uint64_t off = 0; off < kMaxThumbRecordScan && !found; off += 4) {
       if (ArmRecordMatches(memory, code, fp + off, fp, &next_fp, &lr, state)) {
-        found = true;  // (a) at off == 0, else (c)
+        found = true;
         caller_sp = fp + off + 8;
       }
     }
