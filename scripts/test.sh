@@ -20,6 +20,7 @@ for target in "${targets[@]}"; do
     *) echo "unknown target $target"; exit 2 ;;
   esac
   build="$root/build/test-$target"
+  mkdir -p "$build"
   echo "=== $target: configure and build"
   if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${toolchain[@]}" >"$build.configure.log" 2>&1; then
     cat "$build.configure.log"; status=1; continue

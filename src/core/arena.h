@@ -1,0 +1,42 @@
+// Arena: memory for tables built lazily on the capture path (e.g. per-thread rule caches), taken
+// from mmap in chunks and handed out by a lock-free bump pointer. Never freed: what it holds
+// lives as long as the process, and its size is bounded by what the callers build.
+#ifndef STACKWALK_SRC_CORE_ARENA_H_
+#define STACKWALK_SRC_CORE_ARENA_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace stackwalk::internal {
+
+class Arena {
+ public:
+  static constexpr size_t kChunkSize = size_t{1} << 20;
+
+  constexpr Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  // The process-wide arena. Signal safety: async-signal-safe.
+  static Arena& Global();
+
+  // Returns `size` zeroed bytes aligned to `align` (a power of two, at most 4096), or nullptr
+  // if mmap fails. Requests larger than a chunk get a mapping of their own.
+  // Signal safety: async-signal-safe (atomics and mmap; no lock, no malloc).
+  void* Allocate(size_t size, size_t align);
+
+  // Bytes obtained from mmap so far.
+  size_t mapped_bytes() const { return mapped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Chunk;
+  static Chunk* MapChunk(size_t bytes);
+
+  std::atomic<Chunk*> current_{nullptr};
+  std::atomic<size_t> mapped_{0};
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_CORE_ARENA_H_
