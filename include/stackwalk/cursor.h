@@ -16,7 +16,7 @@
 // x0-x30 0-30, sp 31, pc 32; arm: r0-r15 0-15). In the first frame of FromContext() every
 // register of the context is known; in later frames only those the unwind method recovered.
 //
-// A Cursor is a plain value (trivially copyable, about 400 bytes), usable on a signal stack.
+// A Cursor is a plain value (trivially copyable, about 530 bytes), usable on a signal stack.
 #ifndef STACKWALK_CURSOR_H_
 #define STACKWALK_CURSOR_H_
 
