@@ -28,7 +28,7 @@ std::vector<uint64_t> Walk(FakeMemory& mem, uint64_t pc, uint64_t sp, uint64_t f
   regs.set_pc(pc);
   regs.set_sp(sp);
   regs.set_fp(fp);
-  FpWalkState state;
+  WalkState state;
   std::vector<uint64_t> pcs{regs.pc()};
   StepResult r;
   while ((r = FpStepRecordAtFp(regs, mem, &state)) == StepResult::kOk) {
@@ -76,7 +76,7 @@ TYPED_TEST(RecordAtFpTest, CallerSpIsJustAboveTheRecord) {
   regs.set_pc(0x400000);
   regs.set_sp(kStack + 0x80);
   regs.set_fp(kStack + 0x100);
-  FpWalkState state;
+  WalkState state;
   ASSERT_EQ(FpStepRecordAtFp(regs, mem, &state), StepResult::kOk);
   EXPECT_EQ(regs.pc(), 0x401000u);
   EXPECT_EQ(regs.sp(), kStack + 0x110);
@@ -190,7 +190,7 @@ TEST(RegionSwitch, RecordAtTheTopOfTheAltStackLeadsToTheThreadStack) {
   regs.set_pc(0x400000);
   regs.set_sp(0x10800);
   regs.set_fp(top_record);
-  FpWalkState state;
+  WalkState state;
   std::vector<uint64_t> pcs{regs.pc()};
   StepResult r;
   while ((r = FpStepRecordAtFp(regs, mem, &state)) == StepResult::kOk) pcs.push_back(regs.pc());
@@ -221,7 +221,7 @@ class ArmFpStepTest : public ::testing::Test {
     regs.set_sp(kArmStack);
     regs.Set(ArchArm::kThumbFp, r7);
     regs.Set(ArchArm::kArmFp, r11);
-    FpWalkState state;
+    WalkState state;
     std::vector<uint64_t> pcs{ArchArm::ReportedPc(regs.pc())};
     StepResult r;
     while ((r = FpStepArm(regs, mem_, code_, &state)) == StepResult::kOk) {

@@ -17,7 +17,7 @@ using internal::NativeRegs;
 struct CursorState {
   NativeRegs regs;
   internal::StackMemory memory;
-  internal::FpWalkState walk;
+  internal::WalkState walk;
 };
 
 static_assert(sizeof(CursorState) <= sizeof(uint64_t) * 64, "Cursor storage too small");
@@ -71,14 +71,9 @@ bool Cursor::Step() {
   if (error_ != 0 || stop_reason_ != StopReason::kNone) return false;
   CursorState& s = STATE(*this);
   NativeRegs next = s.regs;
-  internal::FpWalkState walk = s.walk;
-#if defined(STACKWALK_ARCH_ARM)
-  internal::ModuleMap::Reader modules(internal::ModuleMap::Global());
-  internal::CodeMap code(modules.snapshot());
-#else
-  internal::CodeMap code(nullptr);
-#endif
-  internal::StepResult r = internal::NativeStep(method_, next, s.memory, code, &walk);
+  internal::WalkState walk = s.walk;
+  internal::StepEnv env;
+  internal::StepResult r = internal::NativeStep(method_, next, s.memory, env, &walk);
   if (r != internal::StepResult::kOk) {
     stop_reason_ = r == internal::StepResult::kEndOfStack ? StopReason::kEndOfStack
                                                            : StopReason::kGaveUp;

@@ -90,6 +90,13 @@ void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
     }
   }
   m->extent = lo <= hi ? AddressRange{lo, hi} : AddressRange{};
+  if (!m->eh_frame_hdr.empty()) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+      AddressRange r{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+      if (ph.p_type == PT_LOAD && r.Contains(m->eh_frame_hdr.lo)) m->eh_segment = r;
+    }
+  }
   uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
   m->is_vdso = vdso != 0 && m->extent.Contains(vdso);
   m->is_main_executable = first && !m->is_vdso;

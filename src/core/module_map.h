@@ -22,6 +22,7 @@ struct Module {
   AddressRange exec[kMaxExecRanges];  // PF_X segments
   int exec_count = 0;
   AddressRange eh_frame_hdr;   // PT_GNU_EH_FRAME, empty if absent
+  AddressRange eh_segment;     // the PT_LOAD holding .eh_frame_hdr (and, in practice, .eh_frame)
   AddressRange arm_exidx;      // PT_ARM_EXIDX, empty if absent
   uint8_t build_id[kMaxBuildIdSize] = {};
   uint8_t build_id_size = 0;

@@ -5,11 +5,33 @@
 
 #include "core/code_map.h"
 #include "core/context.h"
+#include "core/module_map.h"
 #include "core/stack_memory.h"
 #include "core/step_result.h"
-#include "fp/fp_step.h"
+#include "core/walk_state.h"
+#include "ehframe/native_locator.h"
 
 namespace stackwalk::internal {
+
+// What a step reads besides the stack: the module snapshot, pinned on first use only, so that
+// a frame-pointer walk on x86_64/aarch64 never touches it. One per walk, or per Cursor::Step.
+// Signal safety: async-signal-safe.
+class StepEnv {
+ public:
+  StepEnv() = default;
+  ~StepEnv();
+  StepEnv(const StepEnv&) = delete;
+  StepEnv& operator=(const StepEnv&) = delete;
+
+  CodeMap code() const { return CodeMap(Snapshot()); }
+  NativeLocator locator() const { return NativeLocator(Snapshot()); }
+
+ private:
+  const ModuleSnapshot* Snapshot() const;
+
+  mutable ModuleMap::Reader* reader_ = nullptr;
+  alignas(ModuleMap::Reader) mutable unsigned char reader_storage_[sizeof(ModuleMap::Reader)];
+};
 
 // 0 if `method` (a stackwalk_method value) can capture here, else a STACKWALK_ERROR_* code.
 // Signal safety: async-signal-safe.
@@ -17,8 +39,8 @@ int CheckMethod(int method);
 
 // One step with a method that passed CheckMethod().
 // Signal safety: async-signal-safe.
-StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const CodeMap& code,
-                      FpWalkState* state);
+StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
+                      WalkState* state);
 
 // Writes regs.pc() and then the PC of each caller into pcs[0..max), dropping the first `skip`.
 // Returns how many it wrote. Signal safety: async-signal-safe.

@@ -24,7 +24,7 @@ inline constexpr uint64_t kMaxThumbRecordScan = 1024;  // bytes above r7 searche
 // Checks a candidate record {caller fp, lr} at `record` for the frame whose fp is `fp`.
 template <class Memory, class CodeMap>
 bool ArmRecordMatches(Memory& memory, const CodeMap& code, uint64_t record, uint64_t fp,
-                      uint64_t* next_fp, uint64_t* lr, FpWalkState* state) {
+                      uint64_t* next_fp, uint64_t* lr, WalkState* state) {
   uint64_t saved_fp, saved_lr;
   if (!ReadWord<ArchArm>(memory, record, &saved_fp) ||
       !ReadWord<ArchArm>(memory, record + 4, &saved_lr)) {
@@ -35,8 +35,8 @@ bool ArmRecordMatches(Memory& memory, const CodeMap& code, uint64_t record, uint
     // The caller's fp lies above both this fp and the record: with layout (b) the record starts
     // below fp, and comparing with it alone would let a record that points at itself loop.
     uint64_t floor = (record > fp ? record : fp) + 4;
-    FpWalkState trial = *state;
-    if (saved_fp % 4 != 0 || !ValidFramePointer(memory, saved_fp, floor, &trial)) return false;
+    WalkState trial = *state;
+    if (saved_fp % 4 != 0 || !ValidClimb(memory, saved_fp, floor, &trial)) return false;
     *state = trial;
   }
   *next_fp = saved_fp;
@@ -46,7 +46,7 @@ bool ArmRecordMatches(Memory& memory, const CodeMap& code, uint64_t record, uint
 
 template <class Memory, class CodeMap>
 StepResult FpStepArm(Regs<ArchArm>& regs, Memory& memory, const CodeMap& code,
-                     FpWalkState* state) {
+                     WalkState* state) {
   const uint64_t pc = regs.pc();
   const int fp_reg = ArchArm::FpRegFor(pc);
   if (!regs.Has(fp_reg) || regs.Get(fp_reg) == 0) return StepResult::kEndOfStack;
@@ -95,6 +95,7 @@ StepResult FpStepArm(Regs<ArchArm>& regs, Memory& memory, const CodeMap& code,
   if (keep_other) regs.Set(other_reg, other);
   regs.Set(fp_reg, next_fp);
   regs.set_sp(caller_sp);
+  state->pc_is_exact = false;
   regs.set_pc(lr);  // keeps the Thumb bit: it says which register frames the caller
   return StepResult::kOk;
 }

@@ -1,7 +1,8 @@
-// The frame-pointer unwinder on real code: this file is compiled several ways (-O0 and -O2, and
-// on arm32 as ARM and as Thumb code, always with frame pointers) and checks the exact chain of
+// The unwinders on real code: this file is compiled several ways and checks the exact chain of
 // function names through its own code, through a library opened with dlopen after start-up
-// and a callback from it, and from a signal handler and its ucontext_t.
+// and a callback from it, and from a signal handler and its ucontext_t. CHAIN_METHOD picks the
+// method: the frame-pointer variants are built with frame pointers at -O0 and -O2 (and on
+// arm32 as ARM and as Thumb code), the CFI variants at -O2 -fomit-frame-pointer.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <setjmp.h>
@@ -23,9 +24,18 @@ using stackwalk::testing::ContainsInOrder;
 using stackwalk::testing::FrameNames;
 using stackwalk::testing::Join;
 
+#ifndef CHAIN_METHOD
+#define CHAIN_METHOD STACKWALK_FP
+#endif
+
 namespace {
 
 constexpr int kMax = 64;
+constexpr stackwalk_method kMethod = CHAIN_METHOD;
+constexpr stackwalk::Method kCppMethod = static_cast<stackwalk::Method>(CHAIN_METHOD);
+// The frame-pointer method cannot see the function a signal interrupted from inside the
+// handler (it never got a return address); CFI can, through the signal frame.
+constexpr bool kUsesCfi = CHAIN_METHOD != STACKWALK_FP;
 
 struct Captured {
   void* pcs[kMax];
@@ -43,7 +53,7 @@ bool IsTestBody(const std::string& name) { return name.find("TestBody") != std::
 extern "C" {
 
 __attribute__((noinline)) int chain_level3(Captured* c) {
-  c->n = stackwalk_backtrace(c->pcs, kMax, STACKWALK_FP);
+  c->n = stackwalk_backtrace(c->pcs, kMax, kMethod);
   __asm__ volatile("" ::: "memory");
   return c->n;
 }
@@ -61,13 +71,13 @@ __attribute__((noinline)) int chain_level1(Captured* c) {
 }
 
 __attribute__((noinline)) int chain_capture_cpp(Captured* c) {
-  c->n = stackwalk::Capture(c->pcs, kMax, stackwalk::Method::kFramePointer);
+  c->n = stackwalk::Capture(c->pcs, kMax, kCppMethod);
   __asm__ volatile("" ::: "memory");
   return c->n;
 }
 
 __attribute__((noinline)) int chain_skip_level3(Captured* c) {
-  c->n = stackwalk::Capture(c->pcs, 2, stackwalk::Method::kFramePointer, 1);
+  c->n = stackwalk::Capture(c->pcs, 2, kCppMethod, 1);
   __asm__ volatile("" ::: "memory");
   return c->n;
 }
@@ -85,7 +95,7 @@ __attribute__((noinline)) int chain_skip_level1(Captured* c) {
 }
 
 __attribute__((noinline)) int chain_cursor(Captured* c) {
-  stackwalk::Cursor cursor = stackwalk::Cursor::Here(stackwalk::Method::kFramePointer);
+  stackwalk::Cursor cursor = stackwalk::Cursor::Here(kCppMethod);
   c->n = 0;
   if (!cursor.ok()) return -1;
   do {
@@ -97,7 +107,7 @@ __attribute__((noinline)) int chain_cursor(Captured* c) {
 
 __attribute__((noinline)) int chain_capture_callback(void* arg) {
   auto* c = static_cast<Captured*>(arg);
-  c->n = stackwalk_backtrace(c->pcs, kMax, STACKWALK_FP);
+  c->n = stackwalk_backtrace(c->pcs, kMax, kMethod);
   __asm__ volatile("" ::: "memory");
   return c->n;
 }
@@ -110,8 +120,9 @@ static volatile uintptr_t g_bad_address = 16;
 
 void chain_on_fault(int, siginfo_t*, void* ucontext) {
   Captured* c = g_fault_capture;
-  c->n = stackwalk_backtrace(c->pcs, kMax, STACKWALK_FP);
-  c->n_from_context = stackwalk_backtrace_from_context(ucontext, c->from_context, kMax, STACKWALK_FP);
+  c->n = stackwalk_backtrace(c->pcs, kMax, kMethod);
+  c->n_from_context = stackwalk_backtrace_from_context(ucontext, c->from_context, kMax,
+                                                       kMethod);
   siglongjmp(g_fault_return, 1);
 }
 
@@ -159,21 +170,21 @@ static void ExpectChain(const std::vector<std::string>& names, const std::vector
   EXPECT_TRUE(IsTestBody(names[want.size()])) << Join(names);
 }
 
-TEST(FpChain, OwnCodeThroughCApi) {
+TEST(Chain, OwnCodeThroughCApi) {
   Captured c;
   chain_level1(&c);
   ASSERT_GT(c.n, 0) << stackwalk_strerror(c.n);
   ExpectChain(FrameNames(c.pcs, c.n, false), {"chain_level3", "chain_level2", "chain_level1"});
 }
 
-TEST(FpChain, CppCaptureStartsInCaller) {
+TEST(Chain, CppCaptureStartsInCaller) {
   Captured c;
   chain_capture_cpp(&c);
   ASSERT_GT(c.n, 0);
   ExpectChain(FrameNames(c.pcs, c.n, false), {"chain_capture_cpp"});
 }
 
-TEST(FpChain, CursorMatchesCapture) {
+TEST(Chain, CursorMatchesCapture) {
   Captured c;
   chain_cursor(&c);
   ASSERT_GT(c.n, 0);
@@ -187,19 +198,19 @@ TEST(FpChain, CursorMatchesCapture) {
   ExpectChain(names, {"chain_cursor"});
 }
 
-TEST(FpChain, SkipFramesAndMaxAreHonoured) {
+TEST(Chain, SkipFramesAndMaxAreHonoured) {
   Captured c;
   chain_skip_level1(&c);  // captures 2 frames, skipping chain_skip_level3
   ASSERT_EQ(c.n, 2);
   auto names = FrameNames(c.pcs, c.n, false);
   EXPECT_EQ(names, (std::vector<std::string>{"chain_skip_level2", "chain_skip_level1"}));
   void* one[1];
-  EXPECT_EQ(stackwalk::Capture(one, 1, stackwalk::Method::kFramePointer), 1);
-  EXPECT_EQ(stackwalk::Capture(one, 1, stackwalk::Method::kFramePointer, -1),
+  EXPECT_EQ(stackwalk::Capture(one, 1, kCppMethod), 1);
+  EXPECT_EQ(stackwalk::Capture(one, 1, kCppMethod, -1),
             STACKWALK_ERROR_INVALID_ARGUMENT);
 }
 
-TEST(FpChain, ThroughLibraryOpenedAfterStartup) {
+TEST(Chain, ThroughLibraryOpenedAfterStartup) {
   void* lib = dlopen(CHAIN_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
   auto entry = reinterpret_cast<chain_lib_entry_fn>(dlsym(lib, "chain_lib_entry"));
@@ -212,9 +223,9 @@ TEST(FpChain, ThroughLibraryOpenedAfterStartup) {
   dlclose(lib);
 }
 
-class FpSignal : public ::testing::TestWithParam<bool> {};
+class Signal : public ::testing::TestWithParam<bool> {};
 
-TEST_P(FpSignal, FromHandlerAndFromItsContext) {
+TEST_P(Signal, FromHandlerAndFromItsContext) {
   const bool on_altstack = GetParam();
   std::vector<char> altstack(64 * 1024);
   stack_t ss{}, old_ss{};
@@ -249,11 +260,16 @@ TEST_P(FpSignal, FromHandlerAndFromItsContext) {
   ASSERT_GT(c.n, 0) << stackwalk_strerror(c.n);
   auto names = FrameNames(c.pcs, c.n, false);
   EXPECT_EQ(names[0], "chain_on_fault") << Join(names);
+  if (kUsesCfi) {
+    EXPECT_TRUE(ContainsInOrder(names, {"chain_on_fault", "chain_fault_level3",
+                                        "chain_fault_level2", "chain_fault_level1"}))
+        << Join(names);
+  }
 #if defined(__x86_64__) || defined(__aarch64__)
   EXPECT_TRUE(ContainsInOrder(names, {"chain_on_fault", "chain_fault_level2", "chain_fault_level1"}))
       << Join(names);
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Stacks, FpSignal, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Stacks, Signal, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "OnAltStack" : "OnThreadStack"; });

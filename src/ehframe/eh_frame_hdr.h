@@ -1,0 +1,29 @@
+// FindFde(): the .eh_frame FDE covering a PC, through the binary-search table of
+// .eh_frame_hdr (LSB "Exception Frames": .eh_frame_hdr), or a bounded linear walk of .eh_frame
+// when the header has no table.
+#ifndef STACKWALK_SRC_EHFRAME_EH_FRAME_HDR_H_
+#define STACKWALK_SRC_EHFRAME_EH_FRAME_HDR_H_
+
+#include <cstdint>
+
+#include "core/address_range.h"
+
+namespace stackwalk::internal {
+
+// Where a module's unwind tables are: its .eh_frame_hdr and the readable range holding it and
+// .eh_frame (every table read is checked against `bounds`).
+struct EhFrameSection {
+  uint64_t hdr = 0;
+  AddressRange bounds;
+  int address_size = 8;
+  bool in_vdso = false;  // the kernel's vDSO (whose sigreturn CFI is incomplete on AArch64)
+};
+
+// Returns the address of an FDE whose table entry is the last one starting at or below `pc`,
+// or 0. The caller still checks that the FDE's range covers `pc`.
+// Signal safety: async-signal-safe.
+uint64_t FindFde(const EhFrameSection& section, uint64_t pc);
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_EHFRAME_EH_FRAME_HDR_H_

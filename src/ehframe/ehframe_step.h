@@ -1,0 +1,51 @@
+// EhFrameStep(): one step with .eh_frame CFI: find the FDE for the PC (pc - 1 for a return
+// address), run its CFA program to that PC and apply the row; the kernel's signal trampolines
+// are recognised where their CFI is missing or incomplete.
+//
+// A Locator answers two questions, both async-signal-safe:
+//   bool Find(uint64_t pc, EhFrameSection* out) const;   // the unwind tables covering pc
+//   bool ReadCode(uint64_t pc, void* out, size_t n) const; // n code bytes at pc, if readable
+#ifndef STACKWALK_SRC_EHFRAME_EHFRAME_STEP_H_
+#define STACKWALK_SRC_EHFRAME_EHFRAME_STEP_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/regs.h"
+#include "core/step_result.h"
+#include "core/walk_state.h"
+#include "ehframe/cfi_executor.h"
+#include "ehframe/cfi_parser.h"
+#include "ehframe/cfi_program.h"
+#include "ehframe/eh_frame_hdr.h"
+#include "ehframe/sigreturn.h"
+
+namespace stackwalk::internal {
+
+template <class Arch, class Memory, class Locator>
+StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
+                       WalkState* state) {
+  const uint64_t pc = regs.pc();
+  const uint64_t lookup = state->pc_is_exact ? pc : pc - 1;
+  EhFrameSection section;
+  bool found = locator.Find(lookup, &section);
+  if (!found || (section.in_vdso && std::is_same_v<Arch, ArchAarch64>)) {
+    // No tables, or AArch64's vDSO: a sigreturn trampoline is told by its instructions.
+    StepResult r = SigreturnStep(regs, memory, locator, state);
+    if (r != StepResult::kNoRule || !found) return r;
+  }
+  uint64_t fde_addr = FindFde(section, lookup);
+  Fde fde;
+  if (fde_addr == 0 || ParseFde(section, fde_addr, &fde) != CfiError::kOk ||
+      lookup < fde.pc_begin || lookup >= fde.pc_end) {
+    StepResult r = SigreturnStep(regs, memory, locator, state);
+    return r;  // kNoRule unless it was a trampoline
+  }
+  CfiRow<Arch::kNumRegs> row;
+  if (RunCfaProgram(section, fde, lookup, &row) != CfiError::kOk) return StepResult::kInvalidFrame;
+  return ApplyCfiRow<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, regs, memory, state);
+}
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_EHFRAME_EHFRAME_STEP_H_
