@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config
   googletest            # GoogleTest sources: built for every target, cross ones included
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
+  libbenchmark-dev      # Google Benchmark, for bench/
+  libunwind8 libunwind-14   # peers for the benchmarks (loaded with dlopen): nongnu and LLVM libunwind
 )
 
 missing=()

@@ -1,0 +1,139 @@
+// Capture cost per frame: stackwalk's methods and the peers on the same stack, in one run.
+// The stack is a recursion of the given depth compiled with frame pointers (so that every
+// method can walk it) over main and libc's start-up frames.
+//
+// Peers whose symbols clash are loaded with dlopen(RTLD_LOCAL): nongnu libunwind
+// (libunwind.so.8, unw_backtrace with its per-thread cache) and LLVM libunwind
+// (libunwind.so.1, _Unwind_Backtrace). libgcc's _Unwind_Backtrace and glibc's backtrace() are
+// linked as usual.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <unwind.h>
+
+#include <cstdio>
+#include <functional>
+
+#include "stackwalk/stackwalk.h"
+
+namespace {
+
+constexpr int kMaxFrames = 256;
+
+using UnwBacktraceFn = int (*)(void**, int);
+using UnwindBacktraceFn = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
+using UnwindGetIpFn = uintptr_t (*)(_Unwind_Context*);
+
+struct Peers {
+  UnwBacktraceFn nongnu_backtrace = nullptr;
+  UnwindBacktraceFn llvm_backtrace = nullptr;
+  UnwindGetIpFn llvm_get_ip = nullptr;
+};
+
+const Peers& LoadPeers() {
+  static Peers peers = [] {
+    Peers p;
+    if (void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+      p.nongnu_backtrace = reinterpret_cast<UnwBacktraceFn>(dlsym(h, "unw_backtrace"));
+    }
+    if (void* h = dlopen("libunwind.so.1", RTLD_NOW | RTLD_LOCAL)) {
+      p.llvm_backtrace = reinterpret_cast<UnwindBacktraceFn>(dlsym(h, "_Unwind_Backtrace"));
+      p.llvm_get_ip = reinterpret_cast<UnwindGetIpFn>(dlsym(h, "_Unwind_GetIP"));
+    }
+    return p;
+  }();
+  return peers;
+}
+
+struct IpCollector {
+  void** pcs;
+  int n;
+  int max;
+  UnwindGetIpFn get_ip;
+};
+
+_Unwind_Reason_Code CollectIp(_Unwind_Context* ctx, void* arg) {
+  auto* c = static_cast<IpCollector*>(arg);
+  if (c->n == c->max) return _URC_END_OF_STACK;
+  c->pcs[c->n++] = reinterpret_cast<void*>(c->get_ip(ctx));
+  return _URC_NO_REASON;
+}
+
+using CaptureFn = std::function<int(void**, int)>;
+
+// Recurses `depth` frames, then runs the benchmark loop at the bottom.
+__attribute__((noinline)) void AtDepth(int depth, benchmark::State& state, const CaptureFn& fn) {
+  if (depth > 0) {
+    AtDepth(depth - 1, state, fn);
+    __asm__ volatile("" ::: "memory");  // not a tail call
+    return;
+  }
+  void* pcs[kMaxFrames];
+  int frames = 0;
+  for (auto _ : state) {
+    frames = fn(pcs, kMaxFrames);
+    benchmark::DoNotOptimize(pcs[0]);
+  }
+  state.counters["frames"] = frames;
+  state.counters["per_frame"] = benchmark::Counter(
+      static_cast<double>(frames) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  if (frames <= 0) state.SkipWithError("capture returned no frames");
+}
+
+void Run(benchmark::State& state, const CaptureFn& fn) {
+  AtDepth(static_cast<int>(state.range(0)), state, fn);
+}
+
+void BM_StackwalkFp(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_FP); });
+}
+void BM_StackwalkEhFrame(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME); });
+}
+void BM_StackwalkAuto(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_AUTO); });
+}
+void BM_GlibcBacktrace(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) { return backtrace(pcs, max); });
+}
+void BM_LibgccUnwindBacktrace(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) {
+    IpCollector c{pcs, 0, max, &_Unwind_GetIP};
+    _Unwind_Backtrace(CollectIp, &c);
+    return c.n;
+  });
+}
+void BM_NongnuUnwBacktrace(benchmark::State& state) {
+  const Peers& peers = LoadPeers();
+  if (peers.nongnu_backtrace == nullptr) {
+    state.SkipWithError("libunwind.so.8 (nongnu) not found");
+    return;
+  }
+  Run(state, [&](void** pcs, int max) { return peers.nongnu_backtrace(pcs, max); });
+}
+void BM_LlvmUnwindBacktrace(benchmark::State& state) {
+  const Peers& peers = LoadPeers();
+  if (peers.llvm_backtrace == nullptr || peers.llvm_get_ip == nullptr) {
+    state.SkipWithError("libunwind.so.1 (LLVM) not found");
+    return;
+  }
+  Run(state, [&](void** pcs, int max) {
+    IpCollector c{pcs, 0, max, peers.llvm_get_ip};
+    peers.llvm_backtrace(CollectIp, &c);
+    return c.n;
+  });
+}
+
+#define DEPTHS ->Arg(8)->Arg(32)->Arg(64)->Arg(128)
+BENCHMARK(BM_StackwalkFp) DEPTHS;
+BENCHMARK(BM_StackwalkEhFrame) DEPTHS;
+BENCHMARK(BM_StackwalkAuto) DEPTHS;
+BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
+BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;
+BENCHMARK(BM_GlibcBacktrace) DEPTHS;
+BENCHMARK(BM_LlvmUnwindBacktrace) DEPTHS;
+
+}  // namespace
+
+BENCHMARK_MAIN();
