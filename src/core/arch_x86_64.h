@@ -13,6 +13,7 @@ struct ArchX86_64 {
   static constexpr int kFp = 6;        // rbp
   static constexpr int kSp = 7;        // rsp
   static constexpr int kPc = 16;       // return-address column (rip)
+  static constexpr int kLr = -1;       // no link register
   // A frame record is {saved rbp, return address} at rbp; rbp is at least 8-aligned.
   static constexpr uint64_t kFrameRecordAlign = 8;
 

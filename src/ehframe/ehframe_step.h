@@ -17,14 +17,17 @@
 #include "ehframe/cfi_executor.h"
 #include "ehframe/cfi_parser.h"
 #include "ehframe/cfi_program.h"
+#include "ehframe/compact_rule_step.h"
 #include "ehframe/eh_frame_hdr.h"
 #include "ehframe/sigreturn.h"
 
 namespace stackwalk::internal {
 
+// When `compiled` is not null and the step succeeds with a row a CompactRule can express, the
+// rule is written there (valid = 1) for the caller to cache.
 template <class Arch, class Memory, class Locator>
 StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
-                       WalkState* state) {
+                       WalkState* state, CompactRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
   const uint64_t lookup = state->pc_is_exact ? pc : pc - 1;
   EhFrameSection section;
@@ -43,7 +46,13 @@ StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
   }
   CfiRow<Arch::kNumRegs> row;
   if (RunCfaProgram(section, fde, lookup, &row) != CfiError::kOk) return StepResult::kInvalidFrame;
-  return ApplyCfiRow<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, regs, memory, state);
+  StepResult r =
+      ApplyCfiRow<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, regs, memory, state);
+  if ((r == StepResult::kOk || r == StepResult::kEndOfStack) && compiled != nullptr) {
+    compiled->valid = 0;
+    CompileCompactRule<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, compiled);
+  }
+  return r;
 }
 
 }  // namespace stackwalk::internal
