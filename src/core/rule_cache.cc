@@ -81,6 +81,12 @@ void RuleCache::Release() { t_busy = false; }
 
 void RuleCache::Clear() { std::memset(static_cast<void*>(entries_), 0, sizeof(entries_)); }
 
+int RuleCache::TablesInUse() {
+  int n = 0;
+  for (int i = 0; i < kMaxTables; ++i) n += g_pool.in_use[i].load() ? 1 : 0;
+  return n;
+}
+
 void RuleCache::ClearForThisThread() {
   RuleCache* cache = Acquire();
   if (cache == nullptr) return;

@@ -41,6 +41,9 @@ class RuleCache {
   // Signal safety: async-signal-safe.
   static void ClearForThisThread();
 
+  // How many pool tables threads hold now (tests: exited threads give theirs back).
+  static int TablesInUse();
+
  private:
   struct Entry {
     uint64_t pc;

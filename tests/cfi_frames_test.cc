@@ -1,0 +1,111 @@
+// The CFI unwinder on hand-written frames (fixtures/cfi_frames_<arch>.S): a CFA computed from a
+// callee-saved register, which the compact-rule cache cannot express, and wrong CFI that must
+// end the walk cleanly with the frames before it.
+#include <gtest/gtest.h>
+#include <unwind.h>
+
+#include <string>
+#include <vector>
+
+#include "frame_names.h"
+#include "stackwalk/capture.h"
+#include "stackwalk/stackwalk.h"
+
+using stackwalk::testing::ContainsInOrder;
+using stackwalk::testing::FrameNames;
+using stackwalk::testing::Join;
+
+extern "C" {
+typedef void (*cfi_callback)(void*);
+void cfi_cfa_from_rbx(cfi_callback fn, void* arg);
+void cfi_huge_frame(cfi_callback fn, void* arg);
+void cfi_bad_expression(cfi_callback fn, void* arg);
+void cfi_return_address_in_register(cfi_callback fn, void* arg);
+}
+
+namespace {
+
+constexpr int kMax = 64;
+
+struct Traces {
+  void* cold[kMax];
+  int n_cold = 0;
+  void* warm[kMax];
+  int n_warm = 0;
+  void* libgcc[kMax];
+  int n_libgcc = 0;
+};
+
+_Unwind_Reason_Code CollectIp(_Unwind_Context* ctx, void* arg) {
+  auto* t = static_cast<Traces*>(arg);
+  if (t->n_libgcc == kMax) return _URC_END_OF_STACK;
+  t->libgcc[t->n_libgcc++] = reinterpret_cast<void*>(_Unwind_GetIP(ctx));
+  return _URC_NO_REASON;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Clobbers the register the fixture's CFA depends on, so the callee's CFI must restore it.
+__attribute__((noinline)) void cfi_capture_clobbering(void* arg) {
+  auto* t = static_cast<Traces*>(arg);
+#if defined(__x86_64__)
+  __asm__ volatile("mov $0x1234, %%rbx" ::: "rbx");
+#elif defined(__aarch64__)
+  __asm__ volatile("mov x19, #0x1234" ::: "x19");
+#endif
+  t->n_cold = stackwalk_backtrace(t->cold, kMax, STACKWALK_EHFRAME);
+  t->n_warm = stackwalk_backtrace(t->warm, kMax, STACKWALK_EHFRAME);  // through the rule cache
+  _Unwind_Backtrace(CollectIp, t);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void cfi_capture(void* arg) {
+  auto* t = static_cast<Traces*>(arg);
+  t->n_cold = stackwalk_backtrace(t->cold, kMax, STACKWALK_EHFRAME);
+  t->n_warm = stackwalk_backtrace(t->warm, kMax, STACKWALK_AUTO);
+  __asm__ volatile("" ::: "memory");
+}
+
+}  // extern "C"
+
+TEST(CfiFrames, CfaFromACalleeSavedRegisterMatchesLibgcc) {
+  Traces t;
+  cfi_cfa_from_rbx(cfi_capture_clobbering, &t);
+  auto names = FrameNames(t.cold, t.n_cold, false);
+  ASSERT_GE(t.n_cold, 3) << Join(names);
+  EXPECT_EQ(names[0], "cfi_capture_clobbering");
+  EXPECT_EQ(names[1], "cfi_cfa_from_rbx") << Join(names);
+  EXPECT_NE(names[2].find("TestBody"), std::string::npos) << Join(names);
+  // Cached or not, the trace is libgcc's from the caller of the capture on.
+  if (t.n_libgcc > 1 && t.libgcc[t.n_libgcc - 1] == nullptr) --t.n_libgcc;
+  ASSERT_EQ(t.n_cold, t.n_libgcc);
+  ASSERT_EQ(t.n_warm, t.n_libgcc);
+  for (int i = 1; i < t.n_cold; ++i) {
+    EXPECT_EQ(t.cold[i], t.libgcc[i]) << i;
+    EXPECT_EQ(t.warm[i], t.libgcc[i]) << i;
+  }
+}
+
+class WrongCfi : public ::testing::TestWithParam<int> {};
+
+TEST_P(WrongCfi, EndsTheWalkAtTheBadFrame) {
+  static void (*const kFixtures[])(cfi_callback, void*) = {
+      cfi_huge_frame, cfi_bad_expression, cfi_return_address_in_register};
+  static const char* const kNames[] = {"cfi_huge_frame", "cfi_bad_expression",
+                                       "cfi_return_address_in_register"};
+  Traces t;
+  kFixtures[GetParam()](cfi_capture, &t);
+  for (auto [pcs, n] : {std::pair<void**, int>{t.cold, t.n_cold}, {t.warm, t.n_warm}}) {
+    auto names = FrameNames(pcs, n, false);
+    ASSERT_GE(n, 2) << Join(names);
+    EXPECT_EQ(names[0], "cfi_capture") << Join(names);
+    EXPECT_EQ(names[1], kNames[GetParam()]) << Join(names);
+    // Nothing invented past the bad frame (AUTO may fall back to the frame pointer, which
+    // these fixtures do not keep either).
+    EXPECT_LE(n, 3) << Join(names);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, WrongCfi, ::testing::Values(0, 1, 2));
