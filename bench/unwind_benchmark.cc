@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
 
 namespace {
@@ -91,6 +92,31 @@ void BM_StackwalkFp(benchmark::State& state) {
 void BM_StackwalkEhFrame(benchmark::State& state) {
   Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME); });
 }
+// Every capture starts with an empty rule cache and frame log: the cost of a first capture.
+void BM_StackwalkEhFrameCold(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) {
+    stackwalk::internal::RuleCache::ClearForThisThread();
+    return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
+  });
+}
+// Rules cached, but the log never matches: alternating between two call paths whose frames
+// differ at the bottom of the stack (every capture replaces the log).
+__attribute__((noinline)) int CaptureViaA(void** pcs, int max) {
+  int n = stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+__attribute__((noinline)) int CaptureViaB(void** pcs, int max) {
+  int n = CaptureViaA(pcs, max);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+void BM_StackwalkEhFrameRulesOnly(benchmark::State& state) {
+  Run(state, [flip = false](void** pcs, int max) mutable {
+    flip = !flip;
+    return flip ? CaptureViaA(pcs, max) : CaptureViaB(pcs, max);
+  });
+}
 void BM_StackwalkAuto(benchmark::State& state) {
   Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_AUTO); });
 }
@@ -128,6 +154,8 @@ void BM_LlvmUnwindBacktrace(benchmark::State& state) {
 #define DEPTHS ->Arg(8)->Arg(32)->Arg(64)->Arg(128)
 BENCHMARK(BM_StackwalkFp) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrame) DEPTHS;
+BENCHMARK(BM_StackwalkEhFrameRulesOnly) DEPTHS;
+BENCHMARK(BM_StackwalkEhFrameCold) DEPTHS;
 BENCHMARK(BM_StackwalkAuto) DEPTHS;
 BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
 BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;

@@ -141,11 +141,16 @@ void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState
   StepLoop(STACKWALK_FP, regs, memory, env, state, out);
 }
 
+// Marks that CachedSteps stopped at a frame the thread's FrameLog knows.
+constexpr StepResult kLogMatch = StepResult::kNoRule;
+
 // Cached compact rules applied in a tight loop while every rule hits and every address stays in
-// the region holding sp. Returns kOk when the next frame needs the full step (a miss, a region
-// switch, anything unusual), kEndOfStack when a cached rule says the stack ends.
-StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& regs,
-                       StackMemory& memory, WalkState& state, Emitter& out, bool* used) {
+// the region holding sp, each step recorded in the thread's FrameLog. Returns kOk when the next
+// frame needs the full step (a miss, a region switch, anything unusual), kEndOfStack when a
+// cached rule says the stack ends, kLogMatch (with *match) at a frame the log can replay from.
+StepResult CachedSteps(const RuleCache& cache, FrameLog* log, uint64_t generation,
+                       NativeRegs& regs, StackMemory& memory, WalkState& state, Emitter& out,
+                       bool* used, int* match) {
   const int region = memory.RegionOf(regs.sp());
   if (region < 0 || !regs.Has(NativeArch::kSp)) return StepResult::kOk;
   const uint64_t lo = memory.region(region).lo, hi = memory.region(region).hi;
@@ -158,16 +163,35 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
     lr = regs.Get(NativeArch::kLr);
   }
   bool exact = state.pc_is_exact;
+  bool moved = false;
   StepResult result = StepResult::kOk;
   auto in_region = [&](uint64_t addr) { return addr >= lo && addr <= hi - 8; };
+  if (log != nullptr) log->set_walk_region(lo, hi);
   while (!out.full()) {
+    if (!exact && log != nullptr) {
+      int j = log->Match(pc, sp, fp, has_fp);
+      if (j >= 0) {
+        *match = j;
+        result = kLogMatch;
+        break;
+      }
+    }
     const CompactRule* rule = cache.Find(exact ? pc : pc - 1, generation);
     if (rule == nullptr) break;
+    FrameLog::Frame logged{pc, sp, fp, 0, 0, 0, 0,
+                           (has_fp ? FrameLog::kHasFp : 0u) | (exact ? FrameLog::kExact : 0u), 0};
     if (rule->end_of_stack) {
+      if (log != nullptr) {
+        logged.flags |= FrameLog::kEndOfStack;
+        log->Record(logged);
+      }
       result = StepResult::kEndOfStack;
       break;
     }
-    if (rule->cfa_from_fp && !has_fp) break;
+    if (rule->cfa_from_fp) {
+      if (!has_fp) break;
+      logged.flags |= FrameLog::kCfaFromFp;
+    }
     const uint64_t cfa = (rule->cfa_from_fp ? fp : sp) + static_cast<int64_t>(rule->cfa_offset);
     if (cfa < sp || cfa - sp > kMaxFrameSize) break;
     uint64_t ra;
@@ -175,10 +199,13 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
       const uint64_t at = cfa + static_cast<int64_t>(rule->ra_offset);
       if (!in_region(at)) break;
       ra = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(at));
+      logged.ra_addr = at;
+      logged.ra_val = ra;
     } else {
       if constexpr (NativeArch::kLr >= 0) {
         if (!has_lr) break;
         ra = lr;
+        if (log != nullptr) log->Break();  // depends on a register, not a slot
       } else {
         break;
       }
@@ -188,6 +215,13 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
       const uint64_t at = cfa + static_cast<int64_t>(rule->fp_offset);
       if (!in_region(at)) break;
       next_fp = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(at));
+      logged.fp_addr = at;
+      logged.fp_val = next_fp;
+      logged.flags |= FrameLog::kRestoresFp;
+      logged.fp_slot_offset = static_cast<int32_t>(rule->fp_offset - rule->ra_offset);
+    } else {
+      logged.fp_addr = logged.ra_addr;  // lets the replay check both slots without a branch
+      logged.fp_val = logged.ra_val;
     }
     const uint64_t next_pc = NativeArch::ReportedPc(ra);
     if (next_pc == 0 || (cfa == sp && next_pc == pc)) break;  // the full step decides
@@ -197,7 +231,9 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
         has_lr = true;
       }
     }
+    if (log != nullptr) log->Record(logged);
     *used = true;
+    moved = true;
     fp = next_fp;
     has_fp = has_fp || rule->fp_offset != 0;
     sp = cfa;
@@ -205,7 +241,7 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
     exact = false;
     out.Emit(pc);
   }
-  if (*used) {
+  if (moved) {
     regs.ForgetAll();
     regs.set_pc(pc);
     regs.set_sp(sp);
@@ -218,17 +254,98 @@ StepResult CachedSteps(const RuleCache& cache, uint64_t generation, NativeRegs& 
   return result;
 }
 
-// CFI through the thread's compact-rule cache (sets *used_compact when a cached rule served).
-// Returns why the walk stopped.
+// Replays the log from frame j (where the walk stands): emits each following frame while the
+// slots its predecessor read still hold their values. Returns kEndOfStack after the logged
+// end, kOk when the output filled up, or kNoRule with regs at the first frame whose slots
+// changed, for ordinary steps to continue from.
+StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, WalkState& state,
+                  Emitter& out) {
+  const int region = memory.RegionOf(regs.sp());
+  if (region < 0 || memory.region(region).lo != log.region_lo() ||
+      memory.region(region).hi != log.region_hi()) {
+    log.Invalidate();  // another stack than the log's: never read its slots
+    return StepResult::kNoRule;
+  }
+  // The log's last frame is the end of the stack; every frame before it read two slots.
+  constexpr int kLast = FrameLog::kCapacity - 1;
+  int k = j;
+  StepResult result = StepResult::kNoRule;
+  auto unchanged = [&log](int i) {
+    const FrameLog::Frame& f = log.frame(i);
+    const uint64_t ra = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(f.ra_addr));
+    const uint64_t fp = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(f.fp_addr));
+    return ((ra ^ f.ra_val) | (fp ^ f.fp_val)) == 0;
+  };
+  // Frames the caller asked to skip first, through the general emitter.
+  while (out.skip > 0 && k < kLast && unchanged(k)) {
+    ++k;
+    out.Emit(log.frame(k).pc);
+  }
+  int room = out.max - out.n;
+  void** dst = out.pcs + out.n;
+  for (; k < kLast && out.skip == 0; ++k) {
+    if (room == 0) {
+      result = StepResult::kOk;
+      break;
+    }
+    if (!unchanged(k)) break;
+    *dst++ = reinterpret_cast<void*>(static_cast<uintptr_t>(log.frame(k + 1).pc));
+    --room;
+  }
+  out.n = out.max - room;
+  log.AddReplayed(k - j);
+  if (k == kLast) {
+    log.CommitPrefix(j);
+    return StepResult::kEndOfStack;
+  }
+  // The frame the walk stands at now, with its true fp: the logged one may differ where fp did
+  // not matter, so follow the restores from the match on.
+  uint64_t fp = regs.fp();
+  bool has_fp = regs.Has(NativeArch::kFp);
+  for (int i = j; i < k; ++i) {
+    const FrameLog::Frame& f = log.frame(i);
+    if (f.flags & FrameLog::kRestoresFp) {
+      // The slot, not the logged value: unchecked slots may have changed.
+      fp = *reinterpret_cast<const uint64_t*>(
+          static_cast<uintptr_t>(f.ra_addr + static_cast<int64_t>(f.fp_slot_offset)));
+      has_fp = true;
+    }
+  }
+  if (result == StepResult::kNoRule) log.Invalidate();
+  const FrameLog::Frame& at = log.frame(k);
+  regs.ForgetAll();
+  regs.set_pc(at.pc);
+  regs.set_sp(at.sp);
+  if (has_fp) regs.set_fp(fp);
+  state.pc_is_exact = false;
+  return result;
+}
+
+// CFI through the thread's compact-rule cache and frame log (sets *used_compact when cached
+// rules or logged frames served). Returns why the walk stopped.
 StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
                    WalkState& state, Emitter& out, RuleCache* cache, bool* used_compact) {
   const uint64_t generation = ModuleMap::Global().rebuild_count();
+  FrameLog* log = cache != nullptr ? &cache->log() : nullptr;
+  if (log != nullptr) log->BeginWalk(generation);
   for (int steps = 0; !out.full() && steps < kMaxSteps; ++steps) {
     if (cache != nullptr) {
-      StepResult r = CachedSteps(*cache, generation, regs, memory, state, out, used_compact);
-      if (r != StepResult::kOk) return r;
+      int match = -1;
+      StepResult r =
+          CachedSteps(*cache, log, generation, regs, memory, state, out, used_compact, &match);
+      if (r == kLogMatch) {
+        r = Replay(*log, match, regs, memory, state, out);
+        if (r != StepResult::kNoRule) return r;
+        log->Break();  // the frames replayed are not in this walk's record
+        continue;
+      }
+      if (r == StepResult::kEndOfStack) {
+        if (log != nullptr) log->CommitWalk();
+        return r;
+      }
       if (out.full()) break;
     }
+    if (log != nullptr) log->Break();
     const uint64_t key = state.pc_is_exact ? regs.pc() : regs.pc() - 1;
     CompactRule compiled;
     StepResult r =

@@ -33,7 +33,8 @@ class Regs {
   const uint64_t* values() const { return values_; }
 
  private:
-  uint64_t values_[Arch::kNumRegs] = {};
+  // Values are meaningful only where valid_ says so; not zeroing them keeps captures cheap.
+  uint64_t values_[Arch::kNumRegs];
   uint64_t valid_ = 0;
 };
 

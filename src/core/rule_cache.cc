@@ -14,15 +14,9 @@ static_assert((RuleCache::kEntries & (RuleCache::kEntries - 1)) == 0, "power of 
 static_assert(RuleCache::kEntries == 1024, "Slot() keeps the top 10 bits");
 
 struct Pool {
-  std::atomic<RuleCache*> tables[RuleCache::kMaxTables];
   std::atomic<bool> in_use[RuleCache::kMaxTables];
 };
 Pool g_pool;
-
-// The thread's claimed slot + 1 (0: none yet, -1: none available), and whether the thread is
-// inside its cache right now.
-__attribute__((tls_model("initial-exec"))) thread_local int t_slot_plus_one = 0;
-__attribute__((tls_model("initial-exec"))) thread_local bool t_busy = false;
 
 // A key whose destructor gives the slot back when the thread exits. Created at load time.
 pthread_key_t g_exit_key;
@@ -37,7 +31,9 @@ __attribute__((constructor)) void CreateExitKey() {
   g_have_exit_key = pthread_key_create(&g_exit_key, GiveBack) == 0;
 }
 
-int ClaimSlot() {
+}  // namespace
+
+int RuleCache::ClaimSlot() {
   // Registering the destructor must not allocate: glibc keeps the first 32 keys' values in
   // the thread descriptor itself. With a higher key the thread could not give its slot back,
   // so it goes uncached rather than leak a table per thread.
@@ -45,16 +41,17 @@ int ClaimSlot() {
   for (int i = 0; i < RuleCache::kMaxTables; ++i) {
     bool expected = false;
     if (!g_pool.in_use[i].compare_exchange_strong(expected, true)) continue;
-    RuleCache* table = g_pool.tables[i].load();
+    RuleCache* table = __atomic_load_n(&RuleCache::tables_[i], __ATOMIC_ACQUIRE);
     if (table == nullptr) {
       table = static_cast<RuleCache*>(Arena::Global().Allocate(sizeof(RuleCache), 64));
       if (table == nullptr) {
         g_pool.in_use[i].store(false);
         return -1;
       }
-      g_pool.tables[i].store(table);  // arena memory is zero: an empty cache
+      table->Clear();
+      __atomic_store_n(&RuleCache::tables_[i], table, __ATOMIC_RELEASE);
     } else {
-      std::memset(static_cast<void*>(table), 0, sizeof(RuleCache));  // a dead thread's entries
+      table->Clear();  // a dead thread's entries
     }
     pthread_setspecific(g_exit_key, reinterpret_cast<void*>(static_cast<intptr_t>(i + 1)));
     return i;
@@ -62,24 +59,24 @@ int ClaimSlot() {
   return -1;
 }
 
-}  // namespace
 
-RuleCache* RuleCache::Acquire() {
-  if (t_busy) return nullptr;
-  if (t_slot_plus_one == 0) {
-    t_busy = true;  // a handler interrupting the claim must not claim too
-    int slot = ClaimSlot();
-    t_slot_plus_one = slot < 0 ? -1 : slot + 1;
-    t_busy = false;
+
+RuleCache* RuleCache::AcquireSlow() {
+  if (busy_ || slot_plus_one_ < 0) return nullptr;
+  busy_ = true;  // a handler interrupting the claim must not claim too
+  int slot = ClaimSlot();
+  slot_plus_one_ = slot < 0 ? -1 : slot + 1;
+  if (slot < 0) {
+    busy_ = false;
+    return nullptr;
   }
-  if (t_slot_plus_one < 0) return nullptr;
-  t_busy = true;
-  return g_pool.tables[t_slot_plus_one - 1].load(std::memory_order_relaxed);
+  return tables_[slot];
 }
 
-void RuleCache::Release() { t_busy = false; }
-
-void RuleCache::Clear() { std::memset(static_cast<void*>(entries_), 0, sizeof(entries_)); }
+void RuleCache::Clear() {
+  std::memset(static_cast<void*>(entries_), 0, sizeof(entries_));
+  log_.Invalidate();
+}
 
 int RuleCache::TablesInUse() {
   int n = 0;

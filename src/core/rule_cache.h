@@ -3,15 +3,17 @@
 // thread has its own, and a signal handler that unwinds while its thread is inside the cache
 // bypasses it instead of reading a half-written entry.
 //
-// Memory: kEntries * 32 bytes = 32 KiB per thread that unwinds with CFI, from a fixed pool of
-// kMaxTables tables (8 MiB at most) taken from the mmap arena on first use and given back
-// when the thread exits; a thread that finds the pool empty unwinds uncached.
+// Memory: 64 KiB per thread that unwinds with CFI (kEntries * 32 bytes of rules and a 32 KiB
+// FrameLog), from a fixed pool of kMaxTables tables (16 MiB at most) taken from the mmap arena
+// on first use and given back when the thread exits; a thread that finds the pool empty
+// unwinds uncached.
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
 #include <cstdint>
 
 #include "core/compact_rule.h"
+#include "core/frame_log.h"
 
 namespace stackwalk::internal {
 
@@ -23,23 +25,44 @@ class RuleCache {
   // The calling thread's cache, claimed on first use; nullptr when the pool is empty or the
   // thread is already inside its cache (a nested signal handler). Pair with Release().
   // Signal safety: async-signal-safe.
-  static RuleCache* Acquire();
-  void Release();
+  static RuleCache* Acquire() {
+    if (busy_ || slot_plus_one_ <= 0) return AcquireSlow();
+    busy_ = true;
+    return tables_[slot_plus_one_ - 1];
+  }
+  void Release() { busy_ = false; }
 
+  // Two-way: a PC may sit in its slot or the slot's neighbour, so that two hot PCs that hash
+  // alike do not evict each other on every walk.
   const CompactRule* Find(uint64_t pc, uint64_t generation) const {
-    const Entry& e = entries_[Slot(pc)];
-    return e.pc == pc && e.generation == generation ? &e.rule : nullptr;
+    const uint32_t slot = Slot(pc);
+    const Entry& a = entries_[slot];
+    if (a.pc == pc && a.generation == generation) return &a.rule;
+    const Entry& b = entries_[slot ^ 1];
+    return b.pc == pc && b.generation == generation ? &b.rule : nullptr;
   }
   void Insert(uint64_t pc, uint64_t generation, const CompactRule& rule) {
-    Entry& e = entries_[Slot(pc)];
-    e.pc = pc;
-    e.generation = generation;
-    e.rule = rule;
+    const uint32_t slot = Slot(pc);
+    Entry* e = &entries_[slot];
+    if (e->pc != pc && e->generation == generation && e->pc != 0) {
+      Entry* other = &entries_[slot ^ 1];
+      // Take the neighbour if it is free, stale or ours; else evict the home slot.
+      if (other->pc == 0 || other->pc == pc || other->generation != generation) e = other;
+    }
+    e->pc = pc;
+    e->generation = generation;
+    e->rule = rule;
   }
 
   // Empties the calling thread's cache (benchmarks measure cold captures with it).
   // Signal safety: async-signal-safe.
   static void ClearForThisThread();
+
+  // Forgets every rule and the log.
+  void Clear();
+
+  // The thread's log of its last complete walk.
+  FrameLog& log() { return log_; }
 
   // How many pool tables threads hold now (tests: exited threads give theirs back).
   static int TablesInUse();
@@ -52,13 +75,24 @@ class RuleCache {
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
 
+  static RuleCache* AcquireSlow();
+  static int ClaimSlot();
+
+  // The thread's claimed slot + 1 (0: none yet, -1: none available), and whether the thread is
+  // inside its cache right now. Initial-exec TLS, as StackMemory's.
+  // (Defined inline with constant initializers: other files then read them directly, with no
+  // TLS wrapper call.)
+  __attribute__((tls_model("initial-exec"))) inline static thread_local int slot_plus_one_ = 0;
+  __attribute__((tls_model("initial-exec"))) inline static thread_local bool busy_ = false;
+  inline static RuleCache* tables_[kMaxTables] = {};  // set before slot i is handed out
+
   static uint32_t Slot(uint64_t pc) {
     // Fibonacci hashing spreads the return addresses of neighbouring call sites.
     return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 54) & (kEntries - 1);
   }
-  void Clear();
 
   Entry entries_[kEntries];
+  FrameLog log_;
 };
 
 }  // namespace stackwalk::internal

@@ -8,10 +8,6 @@
 namespace stackwalk::internal {
 namespace {
 
-// Initial-exec TLS: a dlopen'ed libstackwalk then lives in glibc's static TLS surplus, so the
-// first access from a thread never calls __tls_get_addr (which may malloc).
-__attribute__((tls_model("initial-exec"))) thread_local AddressRange t_thread_stack;
-
 bool LookUpStackMapping(uint64_t addr, AddressRange* out) {
   Mapping m;
   if (!FindMapping(addr, &m) || !m.readable || !m.writable) return false;
@@ -41,14 +37,10 @@ bool StackMemory::AddRegion(AddressRange range) {
   return true;
 }
 
-bool StackMemory::InitForCurrentThread(uint64_t sp) {
+bool StackMemory::InitSlow(uint64_t sp) {
   count_ = 0;
   discover_on_miss_ = false;
-  AddressRange cached = t_thread_stack;
-  if (cached.Contains(sp)) {
-    AddRegion(cached);
-    return true;
-  }
+  AddressRange cached = thread_stack_;
   AddressRange alt;
   if (CurrentAltStack(sp, &alt)) {
     AddRegion(alt);
@@ -63,7 +55,7 @@ bool StackMemory::InitForCurrentThread(uint64_t sp) {
   // First walk on this thread, or the main thread's stack grew below the cached bounds.
   AddressRange found;
   if (!LookUpStackMapping(sp, &found)) return false;
-  t_thread_stack = found;
+  thread_stack_ = found;
   AddRegion(found);
   return true;
 }
@@ -77,6 +69,6 @@ bool StackMemory::DiscoverThreadStack(uint64_t addr) {
   return AddRegion(found);
 }
 
-void StackMemory::ResetThreadCacheForTesting() { t_thread_stack = AddressRange(); }
+void StackMemory::ResetThreadCacheForTesting() { thread_stack_ = AddressRange(); }
 
 }  // namespace stackwalk::internal

@@ -20,7 +20,17 @@ class StackMemory {
   // Prepares reads for a walk of the calling thread that starts at stack pointer `sp`.
   // Returns false if `sp` lies in no stack stackwalk can find.
   // Signal safety: async-signal-safe (may read /proc/self/maps once per thread).
-  bool InitForCurrentThread(uint64_t sp);
+  bool InitForCurrentThread(uint64_t sp) {
+    // The common case inline: sp inside the thread's cached stack.
+    const AddressRange cached = thread_stack_;
+    if (cached.Contains(sp)) {
+      regions_[0] = cached;
+      count_ = 1;
+      discover_on_miss_ = false;
+      return true;
+    }
+    return InitSlow(sp);
+  }
 
   // Adds a region by hand (snapshots, tests). Returns false when full.
   bool AddRegion(AddressRange range);
@@ -56,6 +66,12 @@ class StackMemory {
 
  private:
   bool DiscoverThreadStack(uint64_t addr);
+  bool InitSlow(uint64_t sp);
+
+  // The calling thread's stack, found once. Initial-exec TLS: a dlopen'ed libstackwalk lives in
+  // glibc's static TLS surplus, so a thread's first access never calls __tls_get_addr (which
+  // may malloc).
+  __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange thread_stack_{};
 
   AddressRange regions_[kMaxRegions];
   int count_ = 0;

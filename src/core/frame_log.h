@@ -1,0 +1,174 @@
+// FrameLog: the frames of a thread's last complete CFI walk, with the stack slots each step
+// read, so that the next walk can reuse every frame whose slots still hold the same values
+// ("validated incremental unwinding"; nwind/bytehound reach the same end by patching return
+// addresses, which breaks exceptions and longjmp, while this only reads).
+//
+// Why it is exact: a cached step's result is a function of the frame's (pc, sp, fp), the rule
+// for pc (same module generation) and the slots it reads. Once a new walk reaches a frame whose
+// (pc, sp, fp) equals a logged one, each following logged frame is what a fresh step would give
+// as long as the slots its predecessor read are unchanged; the first changed slot hands the
+// walk back to ordinary steps.
+//
+// Memory: two arrays of kCapacity frames of 64 bytes (32 KiB), inside the thread's rule cache.
+#ifndef STACKWALK_SRC_CORE_FRAME_LOG_H_
+#define STACKWALK_SRC_CORE_FRAME_LOG_H_
+
+#include <cstdint>
+#include <cstring>
+
+namespace stackwalk::internal {
+
+class FrameLog {
+ public:
+  static constexpr int kCapacity = 256;
+
+  struct Frame {
+    uint64_t pc;
+    uint64_t sp;
+    uint64_t fp;
+    uint64_t ra_addr;  // the slot the step from this frame read the return address from
+    uint64_t ra_val;
+    uint64_t fp_addr;  // the fp slot the replay checks (ra_addr again if none matters)
+    uint64_t fp_val;
+    uint32_t flags;
+    int32_t fp_slot_offset;  // with kRestoresFp: where the caller's fp is, from ra_addr
+  };
+  static_assert(sizeof(Frame) == 64, "one cache line per frame");
+
+  enum : uint32_t {
+    kHasFp = 1,
+    kExact = 2,       // the frame's pc is exact (first frame): never a match point
+    kEndOfStack = 4,  // the step from this frame found the end of the stack
+    kCfaFromFp = 8,   // the step from this frame computed the CFA from fp
+    kRestoresFp = 16, // the step from this frame read the caller's fp from a slot
+    kFpMatters = 32,  // the replay from this frame depends on the fp it starts with
+  };
+
+  // ---- recording the walk in progress ----
+  void BeginWalk(uint64_t generation) {
+    walk_generation_ = generation;
+    walk_region_lo_ = walk_region_hi_ = 0;
+    scratch_n_ = 0;
+    scratch_ok_ = true;
+    cursor_ = first_;
+  }
+  // A step the log cannot describe happened: this walk will not replace the log.
+  void Break() { scratch_ok_ = false; }
+  // Walks deeper than kCapacity keep their outermost kCapacity frames (a ring).
+  void Record(const Frame& f) {
+    if (!scratch_ok_) return;
+    scratch_[scratch_n_ % kCapacity] = f;
+    ++scratch_n_;
+  }
+
+  // ---- matching ----
+  // The index of a logged frame equal to (pc, sp, fp), or -1. Frames are visited in order of
+  // increasing sp, so a walk's successive calls cost O(1) each.
+  int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp) {
+    if (first_ == kCapacity || generation_ == 0 || walk_generation_ != generation_) return -1;
+    while (cursor_ < kCapacity && log_[cursor_].sp < sp) ++cursor_;
+    if (cursor_ == kCapacity) return -1;
+    const Frame& f = log_[cursor_];
+    if (f.sp != sp || f.pc != pc || (f.flags & kExact) != 0) return -1;
+    // Code without frame pointers uses fp as a general register, so its value only has to
+    // agree where some later logged step reads it before restoring it.
+    if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {
+      return -1;
+    }
+    ++matches_;
+    return cursor_;
+  }
+
+  const Frame& frame(int i) const { return log_[i]; }
+  // The stack region every logged slot lies in (checked once per replay, not per slot).
+  uint64_t region_lo() const { return region_lo_; }
+  uint64_t region_hi() const { return region_hi_; }
+  void set_walk_region(uint64_t lo, uint64_t hi) {
+    if (lo != walk_region_lo_ || hi != walk_region_hi_) {
+      if (walk_region_hi_ != 0) scratch_ok_ = false;  // a second region: not one log
+      walk_region_lo_ = lo;
+      walk_region_hi_ = hi;
+    }
+  }
+
+  // ---- committing ----
+  // The walk matched logged frame `j` and replayed through the logged end of the stack: the
+  // frames it recorded before reaching j become the log's new inner frames.
+  void CommitPrefix(int j) {
+    if (!scratch_ok_ || scratch_n_ > j) {
+      first_ = j;  // no room, or unknown prefix: keep only what was validated
+      return;
+    }
+    first_ = j - scratch_n_;
+    std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
+    MarkFpMatters(first_, j);
+  }
+  // The walk ran to the end of the stack without a match: it becomes the log if every step was
+  // recorded.
+  void CommitWalk() {
+    if (!scratch_ok_ || scratch_n_ == 0) return;
+    const int last = (scratch_n_ - 1) % kCapacity;
+    if ((scratch_[last].flags & kEndOfStack) == 0) return;
+    if (scratch_n_ <= kCapacity) {
+      first_ = kCapacity - scratch_n_;
+      std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
+    } else {
+      // The ring holds the outermost frames starting at the oldest slot.
+      const int oldest = scratch_n_ % kCapacity;
+      const int tail = kCapacity - oldest;
+      std::memcpy(static_cast<void*>(&log_[0]), &scratch_[oldest], sizeof(Frame) * tail);
+      std::memcpy(static_cast<void*>(&log_[tail]), scratch_, sizeof(Frame) * oldest);
+      first_ = 0;
+    }
+    MarkFpMatters(first_, kCapacity);
+    generation_ = walk_generation_;
+    region_lo_ = walk_region_lo_;
+    region_hi_ = walk_region_hi_;
+  }
+  // Frames emitted from the log rather than stepped, over the thread's life (tests, tuning).
+  uint64_t replayed_frames() const { return replayed_frames_; }
+  // Walks that reached a logged frame, over the thread's life.
+  uint64_t matches() const { return matches_; }
+  void AddReplayed(int n) { replayed_frames_ += static_cast<uint64_t>(n); }
+
+  // A replayed slot no longer held its value: the log describes a stack that is gone.
+  void Invalidate() {
+    first_ = kCapacity;
+    cursor_ = kCapacity;
+  }
+
+ private:
+  // Sets kFpMatters on log_[from, to) from the flags of the frames after them, and has the
+  // replay check a frame's fp slot only where the fp it restores matters later: code without
+  // frame pointers saves whatever rbp/x29 held, which changes from call to call.
+  void MarkFpMatters(int from, int to) {
+    bool matters = to < kCapacity && (log_[to].flags & kFpMatters) != 0;
+    for (int i = to - 1; i >= from; --i) {
+      Frame& f = log_[i];
+      const bool check_fp_slot = (f.flags & kRestoresFp) != 0 && matters;
+      if (!check_fp_slot) {
+        f.fp_addr = f.ra_addr;
+        f.fp_val = f.ra_val;
+      }
+      matters = (f.flags & kCfaFromFp) != 0 || ((f.flags & kRestoresFp) == 0 && matters);
+      f.flags = matters ? (f.flags | kFpMatters) : (f.flags & ~kFpMatters);
+    }
+  }
+
+  Frame log_[kCapacity];
+  Frame scratch_[kCapacity];
+  int first_ = kCapacity;  // log_[first_, kCapacity) holds the logged walk, innermost first
+  int cursor_ = kCapacity;
+  int scratch_n_ = 0;
+  bool scratch_ok_ = false;
+  uint64_t generation_ = 0;
+  uint64_t walk_generation_ = 0;
+  uint64_t replayed_frames_ = 0;
+  uint64_t matches_ = 0;
+  uint64_t region_lo_ = 0, region_hi_ = 0;
+  uint64_t walk_region_lo_ = 0, walk_region_hi_ = 0;
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_CORE_FRAME_LOG_H_

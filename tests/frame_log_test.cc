@@ -1,0 +1,135 @@
+// The frame log on real stacks: repeated captures replay logged frames, and a frame reached
+// with the same (pc, sp) through another caller is caught by its changed return-address slot.
+#include "core/frame_log.h"
+
+#include <gtest/gtest.h>
+
+#include "core/rule_cache.h"
+#include "stackwalk/capture.h"
+#include "stackwalk/stackwalk.h"
+
+namespace stackwalk::internal {
+namespace {
+
+constexpr int kMax = 64;
+
+struct Trace {
+  void* pcs[kMax];
+  int n = 0;
+};
+
+uint64_t ReplayedSoFar() {
+  RuleCache* cache = RuleCache::Acquire();
+  uint64_t n = cache != nullptr ? cache->log().replayed_frames() : 0;
+  if (cache != nullptr) cache->Release();
+  return n;
+}
+
+uint64_t MatchesSoFar() {
+  RuleCache* cache = RuleCache::Acquire();
+  uint64_t n = cache != nullptr ? cache->log().matches() : 0;
+  if (cache != nullptr) cache->Release();
+  return n;
+}
+
+}  // namespace
+}  // namespace stackwalk::internal
+
+using stackwalk::internal::MatchesSoFar;
+using stackwalk::internal::ReplayedSoFar;
+using stackwalk::internal::Trace;
+
+extern "C" {
+__attribute__((noinline)) void log_leaf(Trace* t) {
+  t->n = stackwalk_backtrace(t->pcs, 64, STACKWALK_EHFRAME);
+  __asm__ volatile("" ::: "memory");
+}
+// Two callers with identical frames: log_leaf's frame gets the same (pc, sp) under both.
+__attribute__((noinline)) void log_via_a(Trace* t) {
+  volatile char pad[32] = {};
+  log_leaf(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_via_b(Trace* t) {
+  volatile char pad[32] = {};
+  log_leaf(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+}
+
+// Runs seq[i] for each i twice from one call site, so that traces differ only by what seq does:
+// first as usual into `cached`, then while holding the thread's cache into `reference`, where
+// every capture is uncached and unlogged (as in a nested signal handler). `replayed_by_last` is
+// what the log served in the last cached capture.
+// One call site for every capture of both passes.
+__attribute__((noinline)) static void Invoke(void (*fn)(Trace*), Trace* t) {
+  fn(t);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* reference,
+                    uint64_t* replayed_by_last, uint64_t* matched = nullptr) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < n; ++i) {
+      stackwalk::internal::RuleCache* hold =
+          pass == 1 ? stackwalk::internal::RuleCache::Acquire() : nullptr;
+      uint64_t before = ReplayedSoFar();
+      uint64_t matches_before = MatchesSoFar();
+      Invoke(seq[i], pass == 0 ? &cached[i] : &reference[i]);
+      if (pass == 0) *replayed_by_last = ReplayedSoFar() - before;
+      if (pass == 0 && matched != nullptr) matched[i] = MatchesSoFar() - matches_before;
+      if (hold != nullptr) hold->Release();
+    }
+  }
+}
+
+// Frame 3 is RunBoth's call of Invoke, which the compiler may place twice (once per pass).
+static void ExpectSame(const Trace* cached, const Trace* reference, int n) {
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(cached[i].n, reference[i].n) << i;
+    ASSERT_GT(cached[i].n, 4);
+    for (int k = 1; k < cached[i].n; ++k) {
+      if (k != 3) EXPECT_EQ(cached[i].pcs[k], reference[i].pcs[k]) << k;
+    }
+  }
+}
+
+TEST(FrameLog, RepeatedCapturesReplayAndStayExact) {
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_a};
+  Trace cached[4], reference[4];
+  uint64_t replayed = 0;
+  RunBoth(seq, 4, cached, reference, &replayed);
+  EXPECT_GT(replayed, 0u) << "the warm capture did not use the log";
+  ExpectSame(cached, reference, 4);
+}
+
+TEST(FrameLog, ChangedReturnAddressSlotIsCaught) {
+  // log_leaf's frame has the same (pc, sp) under both callers; only the slot holding its return
+  // address tells them apart.
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_b, log_via_a};
+  Trace cached[5], reference[5];
+  uint64_t replayed = 0;
+  uint64_t matched[5] = {};
+  RunBoth(seq, 5, cached, reference, &replayed, matched);
+  EXPECT_GT(matched[3], 0u) << "log_via_b's capture never reached a logged frame";
+  ExpectSame(cached, reference, 5);
+  EXPECT_NE(cached[3].pcs[1], cached[2].pcs[1]) << "the two callers must differ";
+  EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
+}
+
+TEST(FrameLog, SkipAndMaxWithALoggedStack) {
+  Trace warm;
+  for (int i = 0; i < 3; ++i) log_via_a(&warm);
+  ASSERT_GT(warm.n, 4);
+  // Captures from the same depth as log_leaf's: skip and truncation through the replay.
+  void* some[3];
+  int n = 0;
+  for (int i = 0; i < 3; ++i) n = stackwalk::Capture(some, 3, stackwalk::Method::kEhFrame, 1);
+  ASSERT_EQ(n, 3);
+  void* all[64];
+  int n_all = stackwalk::Capture(all, 64, stackwalk::Method::kEhFrame, 0);
+  ASSERT_GT(n_all, 4);
+  EXPECT_EQ(some[0], all[1]);
+  EXPECT_EQ(some[1], all[2]);
+  EXPECT_EQ(some[2], all[3]);
+}
