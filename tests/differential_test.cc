@@ -1,7 +1,10 @@
 // Differential test: every allocation of a libstdc++-heavy workload (containers, regex,
-// iostreams, std::function, threads) is unwound twice at the same point, by stackwalk's
-// .eh_frame unwinder and by libgcc's _Unwind_Backtrace, and the two traces must agree frame by
-// frame. Built -O2 -fomit-frame-pointer, so frame pointers cannot help either side.
+// iostreams, std::function, threads) is unwound at the same point by stackwalk's .eh_frame
+// unwinder and by the peers: libgcc's _Unwind_Backtrace (linked), nongnu libunwind's
+// unw_backtrace and LLVM libunwind's _Unwind_Backtrace (each loaded with dlopen(RTLD_LOCAL),
+// since they define the same symbols). The traces must agree frame by frame. Built -O2
+// -fomit-frame-pointer, so frame pointers cannot help anyone.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unwind.h>
 
@@ -26,9 +29,14 @@ namespace {
 constexpr int kMax = 128;
 constexpr int kDistinctCapacity = 1 << 16;
 
+enum Peer { kLibgcc, kNongnu, kLlvm, kPeers };
+const char* const kPeerNames[kPeers] = {"libgcc", "nongnu libunwind", "LLVM libunwind"};
+
 struct Stats {
   std::atomic<long> compared{0};
   std::atomic<long> mismatched{0};
+  std::atomic<long> peer_compared[kPeers] = {};
+  std::atomic<long> peer_mismatched[kPeers] = {};
   std::atomic<long> distinct{0};
   std::atomic<bool> recording{false};
   std::atomic<uint64_t> seen[kDistinctCapacity];  // open-addressed set of trace hashes
@@ -50,6 +58,54 @@ _Unwind_Reason_Code Collect(_Unwind_Context* ctx, void* arg) {
   return _URC_NO_REASON;
 }
 
+using UnwBacktraceFn = int (*)(void**, int);
+using UnwindBacktraceFn = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
+using UnwindGetIpFn = uintptr_t (*)(_Unwind_Context*);
+UnwBacktraceFn g_nongnu_backtrace;
+UnwindBacktraceFn g_llvm_backtrace;
+UnwindGetIpFn g_llvm_get_ip;
+
+void LoadPeers() {
+  if (void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+    g_nongnu_backtrace = reinterpret_cast<UnwBacktraceFn>(dlsym(h, "unw_backtrace"));
+  }
+  if (void* h = dlopen("libunwind.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    g_llvm_backtrace = reinterpret_cast<UnwindBacktraceFn>(dlsym(h, "_Unwind_Backtrace"));
+    g_llvm_get_ip = reinterpret_cast<UnwindGetIpFn>(dlsym(h, "_Unwind_GetIP"));
+  }
+}
+
+_Unwind_Reason_Code CollectLlvm(_Unwind_Context* ctx, void* arg) {
+  auto* t = static_cast<LibgccTrace*>(arg);
+  if (t->n == kMax) return _URC_END_OF_STACK;
+  t->pcs[t->n++] = reinterpret_cast<void*>(g_llvm_get_ip(ctx));
+  return _URC_NO_REASON;
+}
+
+// Compares return addresses from index 1 on (index 0 of each trace is its own call site in
+// CompareHere) and keeps the first disagreement for the report.
+bool SameTrace(Peer peer, void* const* ours, int n, LibgccTrace& theirs) {
+  // The outermost frame's undefined return address shows up as a last IP of 0 in the
+  // _Unwind_Backtrace peers, which glibc's backtrace() drops too.
+  if (theirs.n > 1 && theirs.pcs[theirs.n - 1] == nullptr) --theirs.n;
+  bool same = n == theirs.n && n > 1;
+  for (int i = 1; same && i < n; ++i) same = ours[i] == theirs.pcs[i];
+  g_stats.peer_compared[peer].fetch_add(1);
+  if (same) return true;
+  g_stats.peer_mismatched[peer].fetch_add(1);
+  bool expected = false;
+  if (g_stats.has_mismatch.compare_exchange_strong(expected, true)) {
+    int len = std::snprintf(g_stats.first_mismatch, sizeof(g_stats.first_mismatch),
+                            "stackwalk %d frames, %s %d frames\n", n, kPeerNames[peer], theirs.n);
+    for (int i = 0; i < kMax && (i < n || i < theirs.n) && len < 3900; ++i) {
+      len += std::snprintf(g_stats.first_mismatch + len, sizeof(g_stats.first_mismatch) - len,
+                           "%3d %18p %18p\n", i, i < n ? ours[i] : nullptr,
+                           i < theirs.n ? theirs.pcs[i] : nullptr);
+    }
+  }
+  return false;
+}
+
 void NoteDistinct(void* const* pcs, int n) {
   uint64_t h = 1469598103934665603ull;
   for (int i = 0; i < n; ++i) h = (h ^ reinterpret_cast<uintptr_t>(pcs[i])) * 1099511628211ull;
@@ -66,34 +122,24 @@ void NoteDistinct(void* const* pcs, int n) {
   }
 }
 
-// Both unwinders from this one frame. pcs[0] of each is a different spot in this function; from
-// index 1 on both must list the same return addresses.
+// Every unwinder from this one frame. pcs[0] of each is a different spot in this function; from
+// index 1 on all must list the same return addresses.
 __attribute__((noinline)) void CompareHere() {
   void* ours[kMax];
   int n = stackwalk_backtrace(ours, kMax, STACKWALK_EHFRAME);
-  LibgccTrace theirs;
-  _Unwind_Backtrace(Collect, &theirs);
+  LibgccTrace libgcc, nongnu, llvm;
+  _Unwind_Backtrace(Collect, &libgcc);
+  if (g_nongnu_backtrace != nullptr) nongnu.n = g_nongnu_backtrace(nongnu.pcs, kMax);
+  if (g_llvm_backtrace != nullptr) g_llvm_backtrace(CollectLlvm, &llvm);
   __asm__ volatile("" ::: "memory");
-  // libgcc reports the outermost frame's undefined return address as a last IP of 0, which
-  // glibc's backtrace() drops too.
-  if (theirs.n > 1 && theirs.pcs[theirs.n - 1] == nullptr) --theirs.n;
   g_stats.compared.fetch_add(1);
-  bool same = n == theirs.n && n > 1;
-  for (int i = 1; same && i < n; ++i) same = ours[i] == theirs.pcs[i];
+  bool same = SameTrace(kLibgcc, ours, n, libgcc);
+  if (g_nongnu_backtrace != nullptr) same &= SameTrace(kNongnu, ours, n, nongnu);
+  if (g_llvm_backtrace != nullptr) same &= SameTrace(kLlvm, ours, n, llvm);
   if (same) {
     NoteDistinct(ours + 1, n - 1);
-    return;
-  }
-  g_stats.mismatched.fetch_add(1);
-  bool expected = false;
-  if (g_stats.has_mismatch.compare_exchange_strong(expected, true)) {
-    int len = std::snprintf(g_stats.first_mismatch, sizeof(g_stats.first_mismatch),
-                            "stackwalk %d frames, libgcc %d frames\n", n, theirs.n);
-    for (int i = 0; i < kMax && (i < n || i < theirs.n) && len < 3900; ++i) {
-      len += std::snprintf(g_stats.first_mismatch + len, sizeof(g_stats.first_mismatch) - len,
-                           "%3d %18p %18p\n", i, i < n ? ours[i] : nullptr,
-                           i < theirs.n ? theirs.pcs[i] : nullptr);
-    }
+  } else {
+    g_stats.mismatched.fetch_add(1);
   }
 }
 
@@ -189,7 +235,8 @@ __attribute__((noinline)) size_t MixB(int depth, unsigned pattern) {
   return r + tag.size();
 }
 
-TEST(DifferentialLibgcc, EveryAllocationStackAgrees) {
+TEST(Differential, EveryAllocationStackAgreesWithEveryPeer) {
+  LoadPeers();
   g_stats.recording = true;
   size_t sink = Containers(2000) + Regexes() + Streams(500);
   for (int d = 1; d < 12; ++d) sink += Recurse(d);
@@ -197,8 +244,13 @@ TEST(DifferentialLibgcc, EveryAllocationStackAgrees) {
   std::thread worker([&sink] { sink += Containers(300) + Regexes(); });
   worker.join();
   g_stats.recording = false;
-  std::printf("differential vs libgcc: %ld stacks compared, %ld distinct, %ld mismatched (sink %zu)\n",
+  std::printf("differential: %ld stacks compared, %ld distinct, %ld mismatched (sink %zu)\n",
               g_stats.compared.load(), g_stats.distinct.load(), g_stats.mismatched.load(), sink);
+  for (int p = 0; p < kPeers; ++p) {
+    std::printf("  vs %-17s %ld compared, %ld mismatched%s\n", kPeerNames[p],
+                g_stats.peer_compared[p].load(), g_stats.peer_mismatched[p].load(),
+                g_stats.peer_compared[p].load() == 0 ? " (not installed for this target)" : "");
+  }
   EXPECT_GT(g_stats.compared.load(), 5000);
   EXPECT_GT(g_stats.distinct.load(), 1000);
   EXPECT_EQ(g_stats.mismatched.load(), 0) << g_stats.first_mismatch;
