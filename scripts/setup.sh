@@ -8,7 +8,8 @@ packages=(
   googletest            # GoogleTest sources: built for every target, cross ones included
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   libbenchmark-dev      # Google Benchmark, for bench/
-  libunwind8 libunwind-14   # peers for the benchmarks (loaded with dlopen): nongnu and LLVM libunwind
+  libunwind8 libunwind-14   # peers (loaded with dlopen): nongnu and LLVM libunwind
+  clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
 )
 
 missing=()

@@ -51,6 +51,15 @@ inline constexpr int kMaxCfaInstructions = 1 << 16;
 
 namespace cfi_internal {
 
+// Factored offsets (DWARF 5 §6.4.2.1) scaled with wrap-around: hostile tables must not reach
+// signed overflow.
+inline int64_t Scale(uint64_t factored, int64_t align) {
+  return static_cast<int64_t>(factored * static_cast<uint64_t>(align));
+}
+inline int64_t Scale(int64_t factored, int64_t align) {
+  return Scale(static_cast<uint64_t>(factored), align);
+}
+
 enum : uint8_t {
   kAdvanceLoc = 0x40,
   kOffset = 0x80,
@@ -118,7 +127,7 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
         if (!advance(low)) return CfiError::kOk;
         continue;
       case kOffset:
-        set_rule(low, RuleKind::kOffset, static_cast<int64_t>(r.Uleb128()) * cie.data_align);
+        set_rule(low, RuleKind::kOffset, Scale(r.Uleb128(), cie.data_align));
         continue;
       case kRestore:
         restore_rule(low);
@@ -150,27 +159,27 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
         break;
       case kOffsetExtended: {
         uint64_t reg = r.Uleb128();
-        set_rule(reg, RuleKind::kOffset, static_cast<int64_t>(r.Uleb128()) * cie.data_align);
+        set_rule(reg, RuleKind::kOffset, Scale(r.Uleb128(), cie.data_align));
         break;
       }
       case kOffsetExtendedSf: {
         uint64_t reg = r.Uleb128();
-        set_rule(reg, RuleKind::kOffset, r.Sleb128() * cie.data_align);
+        set_rule(reg, RuleKind::kOffset, Scale(r.Sleb128(), cie.data_align));
         break;
       }
       case kGnuNegativeOffsetExtended: {
         uint64_t reg = r.Uleb128();
-        set_rule(reg, RuleKind::kOffset, -static_cast<int64_t>(r.Uleb128()) * cie.data_align);
+        set_rule(reg, RuleKind::kOffset, Scale(uint64_t{0} - r.Uleb128(), cie.data_align));
         break;
       }
       case kValOffset: {
         uint64_t reg = r.Uleb128();
-        set_rule(reg, RuleKind::kValOffset, static_cast<int64_t>(r.Uleb128()) * cie.data_align);
+        set_rule(reg, RuleKind::kValOffset, Scale(r.Uleb128(), cie.data_align));
         break;
       }
       case kValOffsetSf: {
         uint64_t reg = r.Uleb128();
-        set_rule(reg, RuleKind::kValOffset, r.Sleb128() * cie.data_align);
+        set_rule(reg, RuleKind::kValOffset, Scale(r.Sleb128(), cie.data_align));
         break;
       }
       case kRestoreExtended:
@@ -205,7 +214,7 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
       case kDefCfaSf:
         row->cfa = CfaRule{};
         row->cfa.reg = static_cast<uint32_t>(r.Uleb128());
-        row->cfa.offset = r.Sleb128() * cie.data_align;
+        row->cfa.offset = Scale(r.Sleb128(), cie.data_align);
         break;
       case kDefCfaRegister:
         row->cfa.is_expression = false;
@@ -217,7 +226,7 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
         break;
       case kDefCfaOffsetSf:
         row->cfa.is_expression = false;
-        row->cfa.offset = r.Sleb128() * cie.data_align;
+        row->cfa.offset = Scale(r.Sleb128(), cie.data_align);
         break;
       case kDefCfaExpression: {
         uint64_t size = r.Uleb128();
