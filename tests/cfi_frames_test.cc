@@ -1,12 +1,22 @@
 // The CFI unwinder on hand-written frames (fixtures/cfi_frames_<arch>.S): a CFA computed from a
 // callee-saved register, which the compact-rule cache cannot express, and wrong CFI that must
 // end the walk cleanly with the frames before it.
+#include <dlfcn.h>
+#include <elf.h>
 #include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
 #include <unwind.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include <string>
 #include <vector>
 
+#include "fixtures/chain_lib.h"
 #include "frame_names.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"
@@ -109,3 +119,51 @@ TEST_P(WrongCfi, EndsTheWalkAtTheBadFrame) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, WrongCfi, ::testing::Values(0, 1, 2));
+
+// An object whose .eh_frame_hdr has no search table (the linker leaves it out when it cannot
+// sort the FDEs): the unwinder walks .eh_frame instead. Made by patching a copy of a fixture
+// library: table and FDE-count encodings set to DW_EH_PE_omit.
+extern "C" __attribute__((noinline)) int cfi_capture_from_library(void* arg) {
+  auto* t = static_cast<Traces*>(arg);
+  t->n_cold = stackwalk_backtrace(t->cold, kMax, STACKWALK_EHFRAME);
+  __asm__ volatile("" ::: "memory");
+  return t->n_cold;
+}
+
+TEST(CfiFrames, LibraryWithoutSearchTableUsesALinearWalk) {
+  std::ifstream in(CHAIN_LIB_EH_PATH, std::ios::binary);
+  ASSERT_TRUE(in);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ElfW(Ehdr) eh;
+  std::memcpy(&eh, bytes.data(), sizeof(eh));
+  bool patched = false;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    ElfW(Phdr) ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * eh.e_phentsize, sizeof(ph));
+    if (ph.p_type != PT_GNU_EH_FRAME) continue;
+    ASSERT_EQ(bytes[ph.p_offset], 1);  // version
+    bytes[ph.p_offset + 2] = static_cast<char>(0xff);  // fde_count_enc: omit
+    bytes[ph.p_offset + 3] = static_cast<char>(0xff);  // table_enc: omit
+    patched = true;
+  }
+  ASSERT_TRUE(patched);
+  char path[] = "/tmp/stackwalk_no_table_XXXXXX.so";
+  int fd = mkstemps(path, 3);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<chain_lib_entry_fn>(dlsym(lib, "chain_lib_entry"));
+  ASSERT_NE(entry, nullptr);
+  Traces t;
+  entry(cfi_capture_from_library, &t);
+  auto names = FrameNames(t.cold, t.n_cold, false);
+  ASSERT_GE(t.n_cold, 4) << Join(names);
+  EXPECT_EQ(names[0], "cfi_capture_from_library");
+  EXPECT_EQ(names[1], "chain_lib_middle") << Join(names);
+  EXPECT_EQ(names[2], "chain_lib_entry") << Join(names);
+  EXPECT_NE(names[3].find("TestBody"), std::string::npos) << Join(names);
+  dlclose(lib);
+}
