@@ -167,3 +167,31 @@ TEST(CfiFrames, LibraryWithoutSearchTableUsesALinearWalk) {
   EXPECT_NE(names[3].find("TestBody"), std::string::npos) << Join(names);
   dlclose(lib);
 }
+
+// A library whose unwind information is only in .debug_frame: invisible to the capture path
+// until stackwalk_load_debug_frames() indexes it, exact afterwards.
+TEST(CfiFrames, DebugFrameOnlyLibraryAfterLoadingItsTables) {
+  void* lib = dlopen(CHAIN_LIB_DEBUG_FRAME_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<chain_lib_entry_fn>(dlsym(lib, "chain_lib_entry"));
+  ASSERT_NE(entry, nullptr);
+
+  Traces before;
+  entry(cfi_capture_from_library, &before);
+  auto names = FrameNames(before.cold, before.n_cold, false);
+  ASSERT_GE(before.n_cold, 2) << Join(names);
+  EXPECT_EQ(names[1], "chain_lib_middle") << Join(names);
+  EXPECT_EQ(before.n_cold, 2) << "no .eh_frame covers the library: the walk must stop there, "
+                              << Join(names);
+
+  EXPECT_GE(stackwalk_load_debug_frames(), 1);
+  EXPECT_EQ(stackwalk_load_debug_frames(), 0) << "loading twice must not add tables";
+  Traces after;
+  entry(cfi_capture_from_library, &after);
+  names = FrameNames(after.cold, after.n_cold, false);
+  ASSERT_GE(after.n_cold, 4) << Join(names);
+  EXPECT_EQ(names[1], "chain_lib_middle");
+  EXPECT_EQ(names[2], "chain_lib_entry") << Join(names);
+  EXPECT_NE(names[3].find("TestBody"), std::string::npos) << Join(names);
+  dlclose(lib);
+}

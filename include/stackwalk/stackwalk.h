@@ -96,6 +96,17 @@ int stackwalk_method_available(stackwalk_method method);
  * Never call it from a signal handler. */
 int stackwalk_refresh_modules(void);
 
+/* stackwalk_load_debug_frames()
+ *
+ * Reads the .debug_frame section of every loaded object that has one (code built with
+ * -fno-asynchronous-unwind-tables -g, some hand-written assembly) so that STACKWALK_EHFRAME and
+ * STACKWALK_AUTO can unwind through code .eh_frame does not cover. Returns how many objects it
+ * added. Objects loaded later need another call. Compressed .debug_frame sections are skipped.
+ *
+ * Signal safety: NOT async-signal-safe (reads files, allocates). The tables it loads are then
+ * used by the async-signal-safe capture calls. */
+int stackwalk_load_debug_frames(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,6 +4,7 @@
 
 #include "core/module_map.h"
 #include "core/native_walk.h"
+#include "ehframe/debug_frame.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"
 
@@ -92,6 +93,10 @@ const char* stackwalk_strerror(int error) {
 
 int stackwalk_method_available(stackwalk_method method) {
   return stackwalk::internal::CheckMethod(method) == 0 ? 1 : 0;
+}
+
+int stackwalk_load_debug_frames(void) {
+  return stackwalk::internal::DebugFrameRegistry::Global().LoadForLoadedObjects();
 }
 
 int stackwalk_refresh_modules(void) {

@@ -33,24 +33,33 @@ const char* CfiErrorString(CfiError error) {
 
 namespace {
 
-// Reads an entry's length header; returns the reader over its body (after the length).
-bool ReadEntry(const EhFrameSection& section, uint64_t addr, ByteReader* body) {
+// Reads an entry's length header; returns the reader over its body (after the length) and
+// whether it uses the 64-bit DWARF format.
+bool ReadEntry(const EhFrameSection& section, uint64_t addr, ByteReader* body, bool* is64) {
   ByteReader r(section.bounds.lo, section.bounds.hi);
   r.Seek(addr);
   uint64_t length = r.U32();
-  if (length == 0xffffffffu) length = r.U64();
+  *is64 = length == 0xffffffffu;
+  if (*is64) length = r.U64();
   if (!r.ok() || length == 0) return false;
   *body = r.Sub(length);
   return body->ok();
+}
+
+// The CIE id / CIE pointer field: 4 bytes in .eh_frame; 4 or 8 in .debug_frame.
+uint64_t ReadIdField(ByteReader& r, const EhFrameSection& section, bool is64) {
+  return section.debug_frame && is64 ? r.U64() : r.U32();
 }
 
 }  // namespace
 
 CfiError ParseCie(const EhFrameSection& section, uint64_t cie_addr, Cie* out) {
   ByteReader r;
-  if (!ReadEntry(section, cie_addr, &r)) return CfiError::kTruncated;
+  bool is64;
+  if (!ReadEntry(section, cie_addr, &r, &is64)) return CfiError::kTruncated;
   Cie cie;
-  if (r.U32() != 0) return CfiError::kBadCie;  // .eh_frame CIE id is 0
+  const uint64_t cie_id = !section.debug_frame ? 0 : is64 ? ~uint64_t{0} : 0xffffffffu;
+  if (ReadIdField(r, section, is64) != cie_id) return CfiError::kBadCie;
   cie.version = r.U8();
   if (cie.version != 1 && cie.version != 3 && cie.version != 4) return CfiError::kBadCie;
   uint64_t aug = r.CString();
@@ -115,18 +124,31 @@ CfiError ParseCie(const EhFrameSection& section, uint64_t cie_addr, Cie* out) {
 
 CfiError ParseFde(const EhFrameSection& section, uint64_t fde_addr, Fde* out) {
   ByteReader r;
-  if (!ReadEntry(section, fde_addr, &r)) return CfiError::kTruncated;
+  bool is64;
+  if (!ReadEntry(section, fde_addr, &r, &is64)) return CfiError::kTruncated;
   uint64_t id_field = r.pos();
-  uint32_t cie_offset = r.U32();
-  if (!r.ok() || cie_offset == 0) return CfiError::kBadFde;  // 0 would make this a CIE
-  if (cie_offset > id_field) return CfiError::kBadFde;
+  uint64_t cie_pointer = ReadIdField(r, section, is64);
+  if (!r.ok()) return CfiError::kTruncated;
+  uint64_t cie_addr;
+  if (section.debug_frame) {
+    // An offset from the section's start; all ones would make this a CIE.
+    if (cie_pointer == (is64 ? ~uint64_t{0} : 0xffffffffu)) return CfiError::kBadFde;
+    if (cie_pointer >= section.bounds.hi - section.bounds.lo) return CfiError::kBadFde;
+    cie_addr = section.bounds.lo + cie_pointer;
+  } else {
+    // Back from this field; 0 would make this a CIE.
+    if (cie_pointer == 0 || cie_pointer > id_field) return CfiError::kBadFde;
+    cie_addr = id_field - cie_pointer;
+  }
   Fde fde;
-  CfiError err = ParseCie(section, id_field - cie_offset, &fde.cie);
+  CfiError err = ParseCie(section, cie_addr, &fde.cie);
   if (err != CfiError::kOk) return err;
   PointerBases bases;
   if (!DecodePointer(r, fde.cie.fde_encoding, section.address_size, bases, &fde.pc_begin)) {
     return r.ok() ? CfiError::kBadEncoding : CfiError::kTruncated;
   }
+  // .debug_frame holds link-time addresses.
+  if (section.debug_frame) fde.pc_begin += section.load_bias;
   uint64_t range;
   // The range is a plain size: same format, never relative.
   if (!DecodePointer(r, fde.cie.fde_encoding & 0x0f, section.address_size, bases, &range)) {

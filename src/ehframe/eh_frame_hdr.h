@@ -17,6 +17,11 @@ struct EhFrameSection {
   AddressRange bounds;
   int address_size = 8;
   bool in_vdso = false;  // the kernel's vDSO (whose sigreturn CFI is incomplete on AArch64)
+  // A .debug_frame section (DWARF 5 §6.4.1 proper) rather than .eh_frame: CIE ids are all
+  // ones, CIE pointers are offsets from bounds.lo, and addresses are link-time ones that
+  // load_bias turns into runtime ones.
+  bool debug_frame = false;
+  uint64_t load_bias = 0;
 };
 
 // Returns the address of an FDE whose table entry is the last one starting at or below `pc`,

@@ -2,8 +2,10 @@
 // address), run its CFA program to that PC and apply the row; the kernel's signal trampolines
 // are recognised where their CFI is missing or incomplete.
 //
-// A Locator answers two questions, both async-signal-safe:
-//   bool Find(uint64_t pc, EhFrameSection* out) const;   // the unwind tables covering pc
+// A Locator answers three questions, all async-signal-safe:
+//   bool Find(uint64_t pc, EhFrameSection* out) const;   // the .eh_frame tables covering pc
+//   bool FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* fde) const;
+//                                                         // a loaded .debug_frame FDE for pc
 //   bool ReadCode(uint64_t pc, void* out, size_t n) const; // n code bytes at pc, if readable
 #ifndef STACKWALK_SRC_EHFRAME_EHFRAME_STEP_H_
 #define STACKWALK_SRC_EHFRAME_EHFRAME_STEP_H_
@@ -35,14 +37,19 @@ StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
   if (!found || (section.in_vdso && std::is_same_v<Arch, ArchAarch64>)) {
     // No tables, or AArch64's vDSO: a sigreturn trampoline is told by its instructions.
     StepResult r = SigreturnStep(regs, memory, locator, state);
-    if (r != StepResult::kNoRule || !found) return r;
+    if (r != StepResult::kNoRule) return r;
   }
-  uint64_t fde_addr = FindFde(section, lookup);
+  uint64_t fde_addr = found ? FindFde(section, lookup) : 0;
   Fde fde;
-  if (fde_addr == 0 || ParseFde(section, fde_addr, &fde) != CfiError::kOk ||
-      lookup < fde.pc_begin || lookup >= fde.pc_end) {
-    StepResult r = SigreturnStep(regs, memory, locator, state);
-    return r;  // kNoRule unless it was a trampoline
+  bool covered = fde_addr != 0 && ParseFde(section, fde_addr, &fde) == CfiError::kOk &&
+                 lookup >= fde.pc_begin && lookup < fde.pc_end;
+  if (!covered) {
+    // .debug_frame tables the user loaded, then a trampoline without any tables.
+    if (!locator.FindDebugFrame(lookup, &section, &fde_addr) ||
+        ParseFde(section, fde_addr, &fde) != CfiError::kOk || lookup < fde.pc_begin ||
+        lookup >= fde.pc_end) {
+      return found ? SigreturnStep(regs, memory, locator, state) : StepResult::kNoRule;
+    }
   }
   CfiRow<Arch::kNumRegs> row;
   if (RunCfaProgram(section, fde, lookup, &row) != CfiError::kOk) return StepResult::kInvalidFrame;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/proc_maps.h"
+#include "ehframe/debug_frame.h"
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #define STACKWALK_HAVE_DL_FIND_OBJECT 1
@@ -42,6 +43,11 @@ bool NativeLocator::Find(uint64_t pc, EhFrameSection* out) const {
   s.in_vdso = m->is_vdso;
   *out = s;
   return true;
+}
+
+bool NativeLocator::FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* fde) const {
+  return DebugFrameRegistry::Global().table_count() > 0 &&
+         DebugFrameRegistry::Global().Find(pc, out, fde);
 }
 
 bool NativeLocator::ReadCode(uint64_t pc, void* out, size_t n) const {

@@ -18,6 +18,9 @@ class NativeLocator {
 
   // Signal safety: async-signal-safe.
   bool Find(uint64_t pc, EhFrameSection* out) const;
+  // The FDE of a .debug_frame table loaded by stackwalk_load_debug_frames().
+  // Signal safety: async-signal-safe.
+  bool FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* fde) const;
   // Copies code bytes at pc if they lie in a loaded object's executable segment, or else in a
   // readable executable mapping (read from /proc/self/maps: qemu-user's trampoline page).
   // Signal safety: async-signal-safe.

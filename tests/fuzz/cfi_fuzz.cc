@@ -3,7 +3,7 @@
 // read outside the input (AddressSanitizer checks the last).
 //
 // Input: 1 byte choosing where the FDE starts, 2 bytes of PC offset into it, then the bytes of a
-// made-up .eh_frame section. The same bytes are also tried as an .eh_frame_hdr and as a DWARF
+// made-up .eh_frame section (also tried as a .debug_frame section). The same bytes are also tried as an .eh_frame_hdr and as a DWARF
 // expression.
 #include <cstddef>
 #include <cstdint>
@@ -70,8 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)EvaluateExpression<NativeArch>(lo, static_cast<uint32_t>(bytes.size()), regs, stack, true,
                                        stack.base() + 256, &value);
 
-  // As .eh_frame: decode the FDE, run its program, apply the row.
-  if (fde_offset < bytes.size()) {
+  // As .eh_frame, then as .debug_frame: decode the FDE, run its program, apply the row.
+  for (int debug_frame = 0; debug_frame < 2 && fde_offset < bytes.size(); ++debug_frame) {
+    section.debug_frame = debug_frame == 1;
+    section.load_bias = debug_frame == 1 ? 0x1000 : 0;
     Fde fde;
     if (ParseFde(section, lo + fde_offset, &fde) == CfiError::kOk) {
       uint64_t pc = fde.pc_begin + pc_offset;
