@@ -45,7 +45,7 @@ sigjmp_buf g_recover;
 
 void OnSegv(int, siginfo_t* info, void* ucontext) {
   void* pcs[64];
-  int n = stackwalk_backtrace_from_context(ucontext, pcs, 64, STACKWALK_FP);
+  int n = stackwalk_backtrace_from_context(ucontext, pcs, 64, STACKWALK_AUTO);
   char title[128];
   std::snprintf(title, sizeof(title), "SIGSEGV at address %p, unwound from the ucontext_t",
                 info->si_addr);
