@@ -156,7 +156,7 @@ __attribute__((noinline)) int chain_fault_level1(Captured* c) {
 
 // GCC's Thumb frames keep r7 below the locals, so finding the record is a heuristic scan
 // (fp_step_arm.h): there the fixture chain must be exact, the frames past it may not be.
-#if defined(__thumb__)
+#if defined(__thumb__) && CHAIN_METHOD == STACKWALK_FP
 constexpr bool kHeuristicFramePointer = true;
 #else
 constexpr bool kHeuristicFramePointer = false;

@@ -6,6 +6,7 @@
 #include "stackwalk/stackwalk.h"
 
 #if defined(STACKWALK_ARCH_ARM)
+#include "exidx/exidx_step.h"
 #include "fp/fp_step_arm.h"
 #else
 #include "core/rule_cache.h"
@@ -48,7 +49,7 @@ int CheckMethod(int method) {
 #endif
     case STACKWALK_EXIDX:
 #if defined(STACKWALK_ARCH_ARM)
-      return STACKWALK_ERROR_METHOD_NOT_BUILT;
+      return 0;
 #else
       return STACKWALK_ERROR_METHOD_UNAVAILABLE;
 #endif
@@ -60,8 +61,20 @@ int CheckMethod(int method) {
 StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
                       WalkState* state) {
 #if defined(STACKWALK_ARCH_ARM)
-  (void)method;  // the frame-pointer chain until the EHABI unwinder lands
-  return FpStepArm(regs, memory, env.code(), state);
+  switch (method) {
+    case STACKWALK_FP:
+      return FpStepArm(regs, memory, env.code(), state);
+    case STACKWALK_EXIDX:
+      return ExidxStep(regs, memory, env.exidx_locator(), state);
+    case STACKWALK_AUTO: {
+      // The EHABI tables where they cover the PC; the frame-pointer record elsewhere.
+      StepResult r = ExidxStep(regs, memory, env.exidx_locator(), state);
+      if (r != StepResult::kNoRule) return r;
+      return FpStepArm(regs, memory, env.code(), state);
+    }
+    default:
+      return StepResult::kNoRule;
+  }
 #else
   switch (method) {
     case STACKWALK_FP:

@@ -10,6 +10,7 @@
 #include "core/step_result.h"
 #include "core/walk_state.h"
 #include "ehframe/native_locator.h"
+#include "exidx/native_exidx_locator.h"
 
 namespace stackwalk::internal {
 
@@ -25,6 +26,7 @@ class StepEnv {
 
   CodeMap code() const { return CodeMap(Snapshot()); }
   NativeLocator locator() const { return NativeLocator(Snapshot()); }
+  NativeExidxLocator exidx_locator() const { return NativeExidxLocator(Snapshot()); }
 
  private:
   const ModuleSnapshot* Snapshot() const;
