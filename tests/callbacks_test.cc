@@ -1,4 +1,4 @@
-// CFI through code stackwalk did not compile: callbacks from libc (qsort, bsearch) and
+// Unwind tables (CFI, or EHABI on arm32) through code stackwalk did not compile: callbacks from libc (qsort, bsearch) and
 // libstdc++ (std::sort, std::function, std::call_once, a std::thread entry), and signals that
 // land anywhere in a function, prologue and leaf included. Built -O2 -fomit-frame-pointer.
 #include <gtest/gtest.h>
@@ -16,6 +16,13 @@
 #include "frame_names.h"
 #include "stackwalk/stackwalk.h"
 
+// The tables the test unwinds with: .eh_frame, or the EHABI index on 32-bit ARM.
+#if defined(__arm__)
+#define TABLE_METHOD STACKWALK_EXIDX
+#else
+#define TABLE_METHOD STACKWALK_EHFRAME
+#endif
+
 using stackwalk::testing::ContainsInOrder;
 using stackwalk::testing::FrameNames;
 using stackwalk::testing::Join;
@@ -29,7 +36,7 @@ int g_n;
 extern "C" {
 
 __attribute__((noinline)) void cb_capture() {
-  g_n = stackwalk_backtrace(g_pcs, kMax, STACKWALK_EHFRAME);
+  g_n = stackwalk_backtrace(g_pcs, kMax, TABLE_METHOD);
   __asm__ volatile("" ::: "memory");
 }
 
@@ -183,7 +190,7 @@ static std::atomic<int> g_sample_count{0};
 static void OnProfile(int, siginfo_t*, void* uc) {
   int i = g_sample_count.load();
   if (i >= kSamples) return;
-  g_sample_n[i] = stackwalk_backtrace_from_context(uc, g_samples[i], 16, STACKWALK_EHFRAME);
+  g_sample_n[i] = stackwalk_backtrace_from_context(uc, g_samples[i], 16, TABLE_METHOD);
   g_sample_count.store(i + 1);
 }
 

@@ -23,6 +23,18 @@
 #include <vector>
 
 #include "stackwalk/stackwalk.h"
+#if defined(__arm__)
+#include "exidx/exidx_table.h"
+#include "exidx/native_exidx_locator.h"
+#endif
+
+// stackwalk's table method: .eh_frame, or the EHABI index on 32-bit ARM, where libgcc's
+// _Unwind_Backtrace is EHABI-based too.
+#if defined(__arm__)
+#define TABLE_METHOD STACKWALK_EXIDX
+#else
+#define TABLE_METHOD STACKWALK_EHFRAME
+#endif
 
 namespace {
 
@@ -37,6 +49,10 @@ struct Stats {
   std::atomic<long> mismatched{0};
   std::atomic<long> peer_compared[kPeers] = {};
   std::atomic<long> peer_mismatched[kPeers] = {};
+  // libgcc's ARM __gnu_Unwind_Backtrace looks a frame's index entry up before reporting it and
+  // stops without reporting it when the entry is EXIDX_CANTUNWIND (_start, clone): stackwalk
+  // reports that outermost frame, as every unwinder does on x86_64 and aarch64.
+  std::atomic<long> cantunwind_tail{0};
   std::atomic<long> distinct{0};
   std::atomic<bool> recording{false};
   std::atomic<uint64_t> seen[kDistinctCapacity];  // open-addressed set of trace hashes
@@ -84,10 +100,31 @@ _Unwind_Reason_Code CollectLlvm(_Unwind_Context* ctx, void* arg) {
 
 // Compares return addresses from index 1 on (index 0 of each trace is its own call site in
 // CompareHere) and keeps the first disagreement for the report.
+// Whether the return address `pc` lies in a function whose EHABI entry is EXIDX_CANTUNWIND.
+bool InCantUnwindFunction(void* pc) {
+#if defined(__arm__)
+  using namespace stackwalk::internal;
+  uint64_t lookup = (reinterpret_cast<uintptr_t>(pc) & ~uintptr_t{1}) - 2;
+  ExidxSection section;
+  uint64_t entry, start, personality;
+  EhabiOpcodes ops;
+  return NativeExidxLocator(nullptr).FindExidx(lookup, &section) &&
+         FindExidxEntry(section, lookup, &entry, &start) == ExidxError::kOk &&
+         DecodeExidxEntry(section, entry, &personality, &ops) == ExidxError::kCantUnwind;
+#else
+  (void)pc;
+  return false;
+#endif
+}
+
 bool SameTrace(Peer peer, void* const* ours, int n, LibgccTrace& theirs) {
   // The outermost frame's undefined return address shows up as a last IP of 0 in the
   // _Unwind_Backtrace peers, which glibc's backtrace() drops too.
   if (theirs.n > 1 && theirs.pcs[theirs.n - 1] == nullptr) --theirs.n;
+  if (peer == kLibgcc && n == theirs.n + 1 && InCantUnwindFunction(ours[n - 1])) {
+    g_stats.cantunwind_tail.fetch_add(1);
+    --n;  // compare the rest; the difference is libgcc's, explained above
+  }
   bool same = n == theirs.n && n > 1;
   for (int i = 1; same && i < n; ++i) same = ours[i] == theirs.pcs[i];
   g_stats.peer_compared[peer].fetch_add(1);
@@ -126,7 +163,7 @@ void NoteDistinct(void* const* pcs, int n) {
 // index 1 on all must list the same return addresses.
 __attribute__((noinline)) void CompareHere() {
   void* ours[kMax];
-  int n = stackwalk_backtrace(ours, kMax, STACKWALK_EHFRAME);
+  int n = stackwalk_backtrace(ours, kMax, TABLE_METHOD);
   LibgccTrace libgcc, nongnu, llvm;
   _Unwind_Backtrace(Collect, &libgcc);
   if (g_nongnu_backtrace != nullptr) nongnu.n = g_nongnu_backtrace(nongnu.pcs, kMax);
@@ -246,6 +283,10 @@ TEST(Differential, EveryAllocationStackAgreesWithEveryPeer) {
   g_stats.recording = false;
   std::printf("differential: %ld stacks compared, %ld distinct, %ld mismatched (sink %zu)\n",
               g_stats.compared.load(), g_stats.distinct.load(), g_stats.mismatched.load(), sink);
+  if (g_stats.cantunwind_tail.load() > 0) {
+    std::printf("  of which %ld end in an EXIDX_CANTUNWIND frame libgcc does not report\n",
+                g_stats.cantunwind_tail.load());
+  }
   for (int p = 0; p < kPeers; ++p) {
     std::printf("  vs %-17s %ld compared, %ld mismatched%s\n", kPeerNames[p],
                 g_stats.peer_compared[p].load(), g_stats.peer_mismatched[p].load(),
