@@ -5,11 +5,11 @@
 #include "fp/fp_step.h"
 #include "stackwalk/stackwalk.h"
 
+#include "core/rule_cache.h"
 #if defined(STACKWALK_ARCH_ARM)
 #include "exidx/exidx_step.h"
 #include "fp/fp_step_arm.h"
 #else
-#include "core/rule_cache.h"
 #include "ehframe/compact_rule_step.h"
 #include "ehframe/ehframe_step.h"
 #endif
@@ -125,7 +125,39 @@ void StepLoop(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& 
   }
 }
 
-#if !defined(STACKWALK_ARCH_ARM)
+#if defined(STACKWALK_ARCH_ARM)
+
+// EHABI through the thread's compact-rule cache: a cached rule where the entry compiled to one,
+// the interpreter otherwise (and the frame-pointer record for code without an entry, in AUTO).
+StepResult ExidxLoop(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
+                     WalkState& state, Emitter& out, RuleCache* cache, bool* used_compact) {
+  const uint64_t generation = ModuleMap::Global().rebuild_count();
+  for (int steps = 0; !out.full() && steps < kMaxSteps; ++steps) {
+    const uint64_t address = regs.pc() & ~uint64_t{1};
+    const uint64_t key = state.pc_is_exact ? address : address - 2;
+    const CompactRule* rule = cache != nullptr ? cache->Find(key, generation) : nullptr;
+    StepResult r;
+    if (rule != nullptr) {
+      *used_compact = true;
+      r = ApplyCompactRule(*rule, regs, memory, &state);
+    } else {
+      CompactRule compiled;
+      r = ExidxStep(regs, memory, env.exidx_locator(), &state,
+                    cache != nullptr ? &compiled : nullptr);
+      if ((r == StepResult::kOk || r == StepResult::kEndOfStack) && cache != nullptr &&
+          compiled.valid) {
+        cache->Insert(key, generation, compiled);
+      } else if (r == StepResult::kNoRule && method == STACKWALK_AUTO) {
+        r = FpStepArm(regs, memory, env.code(), &state);
+      }
+    }
+    if (r != StepResult::kOk) return r;
+    out.Emit(regs.pc());
+  }
+  return StepResult::kOk;
+}
+
+#else  // !STACKWALK_ARCH_ARM
 
 // Frame records walked in a tight loop while they stay in the region holding sp; anything
 // else (a region switch, damage, the end) goes to the validated step.
@@ -375,7 +407,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
   return StepResult::kOk;
 }
 
-#endif  // !STACKWALK_ARCH_ARM
+#endif  // STACKWALK_ARCH_ARM
 
 }  // namespace
 
@@ -386,7 +418,27 @@ int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, i
   Emitter out{pcs, max, skip};
   out.Emit(regs.pc());
 #if defined(STACKWALK_ARCH_ARM)
-  StepLoop(method, regs, memory, env, state, out);
+  if (method == STACKWALK_FP) {
+    StepLoop(method, regs, memory, env, state, out);
+    return out.n;
+  }
+  const NativeRegs start_regs = regs;
+  const WalkState start_state = state;
+  const Emitter start_out = out;
+  RuleCache* cache = RuleCache::Acquire();
+  bool used_compact = false;
+  StepResult r = ExidxLoop(method, regs, memory, env, state, out, cache, &used_compact);
+  if (cache != nullptr) cache->Release();
+  if (used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable)) {
+    // A compact rule forgot a register some later frame needed: walk again in full.
+    Emitter full = start_out;
+    NativeRegs full_regs = start_regs;
+    WalkState full_state = start_state;
+    bool unused = false;
+    ExidxLoop(method, full_regs, memory, env, full_state, full, nullptr, &unused);
+    if (full.n > out.n) out = full;
+    regs = full_regs;
+  }
 #else
   if (method == STACKWALK_FP) {
     FpWalk(regs, memory, env, state, out);

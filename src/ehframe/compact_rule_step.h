@@ -1,15 +1,12 @@
-// CompileCompactRule() turns a CFI row into a CompactRule when the row is one (most are);
-// ApplyCompactRule() is the cached fast step. See core/compact_rule.h for the formulas.
+// CompileCompactRule() turns a CFI row into a CompactRule when the row is one (most are). See
+// core/compact_rule.h for the formulas and the step that applies one.
 #ifndef STACKWALK_SRC_EHFRAME_COMPACT_RULE_STEP_H_
 #define STACKWALK_SRC_EHFRAME_COMPACT_RULE_STEP_H_
 
 #include <cstdint>
 
 #include "core/compact_rule.h"
-#include "core/read_word.h"
 #include "core/regs.h"
-#include "core/step_result.h"
-#include "core/walk_state.h"
 #include "ehframe/cfi_program.h"
 
 namespace stackwalk::internal {
@@ -63,57 +60,6 @@ bool CompileCompactRule(const CfiRow<Arch::kNumRegs>& row, uint32_t ra_column, b
   rule.valid = 1;
   *out = rule;
   return true;
-}
-
-template <class Arch, class Memory>
-StepResult ApplyCompactRule(const CompactRule& rule, Regs<Arch>& regs, Memory& memory,
-                            WalkState* state) {
-  if (rule.end_of_stack) return StepResult::kEndOfStack;
-  const int base = rule.cfa_from_fp ? Arch::kFp : Arch::kSp;
-  if (!regs.Has(base) || !regs.Has(Arch::kSp)) return StepResult::kInvalidFrame;
-  const uint64_t sp = regs.sp();
-  const uint64_t cfa = regs.Get(base) + static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
-  if (!ValidClimb(memory, cfa, sp, state)) return StepResult::kInvalidFrame;
-  uint64_t ra;
-  if (rule.ra_offset != 0) {
-    if (!ReadWord<Arch>(memory, cfa + static_cast<int64_t>(rule.ra_offset), &ra)) {
-      return StepResult::kUnreadable;
-    }
-  } else {
-    if constexpr (Arch::kLr >= 0) {
-      if (!regs.Has(Arch::kLr)) return StepResult::kInvalidFrame;
-      ra = regs.Get(Arch::kLr);
-    } else {
-      return StepResult::kInvalidFrame;
-    }
-  }
-  bool has_fp = regs.Has(Arch::kFp);
-  uint64_t fp = regs.Get(Arch::kFp);
-  if (rule.fp_offset != 0) {
-    if (!ReadWord<Arch>(memory, cfa + static_cast<int64_t>(rule.fp_offset), &fp)) {
-      return StepResult::kUnreadable;
-    }
-    has_fp = true;
-  }
-  uint64_t lr_value = ra;
-  ra = Arch::ReportedPc(ra);
-  if (ra == 0) return StepResult::kEndOfStack;
-  if (cfa == sp && ra == regs.pc()) return StepResult::kInvalidFrame;
-  bool has_lr = false;
-  uint64_t lr = 0;
-  if constexpr (Arch::kLr >= 0) {
-    has_lr = rule.lr_offset != 0 || regs.Has(Arch::kLr);
-    lr = rule.lr_offset != 0 ? lr_value : regs.Get(Arch::kLr);
-  }
-  regs.ForgetAll();
-  regs.set_pc(ra);
-  regs.set_sp(cfa);
-  if (has_fp) regs.set_fp(fp);
-  if constexpr (Arch::kLr >= 0) {
-    if (has_lr) regs.Set(Arch::kLr, lr);
-  }
-  state->pc_is_exact = false;
-  return StepResult::kOk;
 }
 
 }  // namespace stackwalk::internal

@@ -18,14 +18,18 @@
 #include "core/regs.h"
 #include "core/step_result.h"
 #include "core/walk_state.h"
+#include "core/compact_rule.h"
+#include "exidx/ehabi_compact_rule.h"
 #include "exidx/ehabi_interpreter.h"
 #include "exidx/exidx_table.h"
 
 namespace stackwalk::internal {
 
+// When `compiled` is not null, a CompactRule for the entry is written there (valid = 1) if the
+// entry is one, for the caller to cache.
 template <class Memory, class Locator>
 StepResult ExidxStep(Regs<ArchArm>& regs, Memory& memory, const Locator& locator,
-                     WalkState* state) {
+                     WalkState* state, CompactRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
   const uint64_t address = pc & ~uint64_t{1};
   const uint64_t lookup = state->pc_is_exact ? address : address - 2;
@@ -45,10 +49,16 @@ StepResult ExidxStep(Regs<ArchArm>& regs, Memory& memory, const Locator& locator
     case ExidxError::kOk:
       break;
     case ExidxError::kCantUnwind:
+      if (compiled != nullptr) {
+        *compiled = CompactRule();
+        compiled->end_of_stack = 1;
+        compiled->valid = 1;
+      }
       return StepResult::kEndOfStack;  // e.g. _start, thread entry points
     default:
       return StepResult::kInvalidFrame;
   }
+  if (compiled != nullptr && !CompileEhabiRule(ops, compiled)) compiled->valid = 0;
   Regs<ArchArm> caller = regs;
   EhabiResult run = ExecuteEhabi(ops, caller, memory);
   if (run.result != StepResult::kOk) return run.result;

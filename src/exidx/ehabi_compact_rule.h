@@ -1,0 +1,103 @@
+// CompileEhabiRule(): an EHABI opcode stream as a CompactRule when it is one (most are: vsp
+// adjustments and pops of r4-r15, VFP and iWMMXt pops as plain adjustments, optionally after
+// `vsp = r7` or `vsp = r11`). Streams that pop sp or r0-r3, refuse to unwind, or use spare
+// opcodes stay interpreted.
+#ifndef STACKWALK_SRC_EXIDX_EHABI_COMPACT_RULE_H_
+#define STACKWALK_SRC_EXIDX_EHABI_COMPACT_RULE_H_
+
+#include <cstdint>
+
+#include "core/compact_rule.h"
+#include "exidx/exidx_table.h"
+
+namespace stackwalk::internal {
+
+inline bool CompileEhabiRule(EhabiOpcodes ops, CompactRule* out) {
+  int64_t delta = 0;  // vsp - base
+  int64_t slot[16];
+  bool popped[16] = {};
+  CompactRule rule;
+  uint8_t op;
+  bool first = true;
+  auto pop = [&](int reg) {
+    if (reg == 13 || popped[reg]) return false;
+    popped[reg] = true;
+    slot[reg] = delta;
+    delta += 4;
+    return true;
+  };
+  for (int count = 0; ops.Next(&op); ++count, first = false) {
+    if (count > 64) return false;
+    if ((op & 0xc0) == 0x00) {
+      delta += ((op & 0x3f) << 2) + 4;
+    } else if ((op & 0xc0) == 0x40) {
+      delta -= ((op & 0x3f) << 2) + 4;
+    } else if ((op & 0xf0) == 0x80) {
+      uint8_t low;
+      if (!ops.Next(&low)) return false;
+      uint32_t mask = ((op & 0x0fu) << 8) | low;
+      if (mask == 0) return false;
+      for (int i = 0; i < 12; ++i) {
+        if ((mask & (1u << i)) && !pop(4 + i)) return false;
+      }
+    } else if (op == 0x97 || op == 0x9b) {  // vsp = r7 / r11, as the first opcode only
+      if (!first) return false;
+      if (op == 0x97) {
+        rule.cfa_from_r7 = 1;
+      } else {
+        rule.cfa_from_fp = 1;
+      }
+    } else if ((op & 0xf0) == 0xa0) {
+      for (int reg = 4; reg <= 4 + (op & 0x07); ++reg) {
+        if (!pop(reg)) return false;
+      }
+      if ((op & 0x08) && !pop(14)) return false;
+    } else if (op == 0xb0) {
+      break;
+    } else if (op == 0xb2) {
+      uint64_t value = 0;
+      int shift = 0;
+      uint8_t byte;
+      do {
+        if (!ops.Next(&byte) || shift > 28) return false;
+        value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        shift += 7;
+      } while (byte & 0x80);
+      delta += 0x204 + static_cast<int64_t>(value << 2);
+    } else if (op == 0xb3 || op == 0xc6 || op == 0xc8 || op == 0xc9) {
+      uint8_t sc;
+      if (!ops.Next(&sc)) return false;
+      delta += 8 * ((sc & 0x0f) + 1) + (op == 0xb3 ? 4 : 0);
+    } else if ((op & 0xf8) == 0xb8) {
+      delta += 8 * ((op & 0x07) + 1) + 4;
+    } else if ((op & 0xf8) == 0xc0 && op != 0xc6 && op != 0xc7) {
+      delta += 8 * ((op & 0x07) + 1);
+    } else if ((op & 0xf8) == 0xd0) {
+      delta += 8 * ((op & 0x07) + 1);
+    } else {
+      return false;  // pops of r0-r3 or wCGR, vsp = other registers, spare opcodes
+    }
+    if (delta < -65536 || delta > INT32_MAX / 2) return false;
+  }
+  auto relative = [&](int reg, int16_t* field) {
+    if (!popped[reg]) return true;
+    int64_t off = slot[reg] - delta;  // negative: the slot lies below the caller's sp
+    if (off >= 0 || off < INT16_MIN) return false;
+    *field = static_cast<int16_t>(off);
+    return true;
+  };
+  rule.cfa_offset = static_cast<int32_t>(delta);
+  if (!relative(15, &rule.ra_offset)) return false;
+  if (!popped[15] && !relative(14, &rule.ra_offset)) return false;  // pc = the popped lr
+  if (!relative(14, &rule.lr_offset) || !relative(11, &rule.fp_offset) ||
+      !relative(7, &rule.r7_offset)) {
+    return false;
+  }
+  rule.valid = 1;
+  *out = rule;
+  return true;
+}
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_EXIDX_EHABI_COMPACT_RULE_H_
