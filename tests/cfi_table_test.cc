@@ -2,13 +2,7 @@
 // decoded by stackwalk row by row and compared with what binutils prints for the same FDE
 // (`readelf --debug-dump=frames-interp`). run_cfi_table.cmake makes the dumps on the host and
 // passes "ELF=DUMP" pairs in STACKWALK_CFI_TABLE_INPUTS (';'-separated).
-#include <elf.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <link.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +16,7 @@
 #include "ehframe/cfi_parser.h"
 #include "ehframe/cfi_program.h"
 #include "ehframe/eh_frame_hdr.h"
+#include "elf_file.h"
 
 namespace stackwalk::internal {
 namespace {
@@ -57,28 +52,14 @@ struct MappedElf {
 
 MappedElf MapElf(const std::string& path) {
   MappedElf out;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  struct stat st;
-  fstat(fd, &st);
-  void* base = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) return out;
-  auto* bytes = static_cast<const uint8_t*>(base);
-  ElfW(Ehdr) eh;
-  std::memcpy(&eh, bytes, sizeof(eh));
-  const auto* sections = reinterpret_cast<const ElfW(Shdr)*>(bytes + eh.e_shoff);
-  const char* names = reinterpret_cast<const char*>(bytes + sections[eh.e_shstrndx].sh_offset);
-  for (int i = 0; i < eh.e_shnum; ++i) {
-    if (std::strcmp(names + sections[i].sh_name, ".eh_frame_hdr") == 0) {
-      out.shift = reinterpret_cast<uintptr_t>(base) + sections[i].sh_offset - sections[i].sh_addr;
-      out.section.hdr = reinterpret_cast<uintptr_t>(base) + sections[i].sh_offset;
-      out.ok = true;
-    }
-  }
-  out.section.bounds = {reinterpret_cast<uintptr_t>(base),
-                        reinterpret_cast<uintptr_t>(base) + static_cast<uint64_t>(st.st_size)};
+  auto* file = new stackwalk::testing::ElfFile(path);  // mapped for the test's life
+  const ElfW(Shdr)* hdr = file->ok() ? file->Section(".eh_frame_hdr") : nullptr;
+  if (hdr == nullptr) return out;
+  out.shift = file->Shift(*hdr);
+  out.section.hdr = file->Mapped(*hdr);
+  out.section.bounds = {file->begin(), file->end()};
   out.section.address_size = sizeof(void*);
+  out.ok = true;
   return out;
 }
 

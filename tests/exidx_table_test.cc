@@ -4,13 +4,8 @@
 // through the interpreter without a spare or malformed opcode where readelf saw none.
 // run_exidx_table.cmake makes the dumps and passes "ELF=DUMP" pairs in
 // STACKWALK_EXIDX_TABLE_INPUTS (';'-separated).
-#include <elf.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <link.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +16,7 @@
 
 #include "exidx/ehabi_interpreter.h"
 #include "exidx/exidx_table.h"
+#include "elf_file.h"
 
 #ifndef SHT_ARM_EXIDX
 #define SHT_ARM_EXIDX 0x70000001
@@ -37,35 +33,16 @@ struct MappedElf {
 
 MappedElf MapElf(const std::string& path) {
   MappedElf out;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  struct stat st;
-  fstat(fd, &st);
-  void* base = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) return out;
-  auto* bytes = static_cast<const uint8_t*>(base);
-  ElfW(Ehdr) eh;
-  std::memcpy(&eh, bytes, sizeof(eh));
-  const auto* sections = reinterpret_cast<const ElfW(Shdr)*>(bytes + eh.e_shoff);
-  const char* names = reinterpret_cast<const char*>(bytes + sections[eh.e_shstrndx].sh_offset);
-  uint64_t exidx_shift = 0, extab_shift = 0;
-  for (int i = 0; i < eh.e_shnum; ++i) {
-    const uint64_t shift = reinterpret_cast<uintptr_t>(base) + sections[i].sh_offset - sections[i].sh_addr;
-    if (sections[i].sh_type == SHT_ARM_EXIDX) {
-      uint64_t lo = reinterpret_cast<uintptr_t>(base) + sections[i].sh_offset;
-      out.section.table = {lo, lo + sections[i].sh_size};
-      exidx_shift = shift;
-      out.ok = true;
-    }
-    if (std::strcmp(names + sections[i].sh_name, ".ARM.extab") == 0) extab_shift = shift;
-  }
-  // prel31 offsets between the two sections stay right in the mapping only if both keep the
-  // same distance as at link time.
-  if (extab_shift != 0 && extab_shift != exidx_shift) out.ok = false;
-  out.shift = exidx_shift;
-  out.section.bounds = {reinterpret_cast<uintptr_t>(base),
-                        reinterpret_cast<uintptr_t>(base) + static_cast<uint64_t>(st.st_size)};
+  auto* file = new stackwalk::testing::ElfFile(path);  // mapped for the test's life
+  const ElfW(Shdr)* exidx = file->ok() ? file->Section("", SHT_ARM_EXIDX) : nullptr;
+  if (exidx == nullptr) return out;
+  out.shift = file->Shift(*exidx);
+  out.section.table = {file->Mapped(*exidx), file->Mapped(*exidx) + exidx->sh_size};
+  out.section.bounds = {file->begin(), file->end()};
+  // prel31 offsets between the index and .ARM.extab stay right in the mapping only if both
+  // keep the same distance as at link time.
+  const ElfW(Shdr)* extab = file->Section(".ARM.extab");
+  out.ok = extab == nullptr || file->Shift(*extab) == out.shift;
   return out;
 }
 

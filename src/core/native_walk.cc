@@ -418,38 +418,24 @@ int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, i
   Emitter out{pcs, max, skip};
   out.Emit(regs.pc());
 #if defined(STACKWALK_ARCH_ARM)
+  constexpr auto TableLoop = ExidxLoop;  // EHABI on arm32
   if (method == STACKWALK_FP) {
     StepLoop(method, regs, memory, env, state, out);
     return out.n;
   }
-  const NativeRegs start_regs = regs;
-  const WalkState start_state = state;
-  const Emitter start_out = out;
-  RuleCache* cache = RuleCache::Acquire();
-  bool used_compact = false;
-  StepResult r = ExidxLoop(method, regs, memory, env, state, out, cache, &used_compact);
-  if (cache != nullptr) cache->Release();
-  if (used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable)) {
-    // A compact rule forgot a register some later frame needed: walk again in full.
-    Emitter full = start_out;
-    NativeRegs full_regs = start_regs;
-    WalkState full_state = start_state;
-    bool unused = false;
-    ExidxLoop(method, full_regs, memory, env, full_state, full, nullptr, &unused);
-    if (full.n > out.n) out = full;
-    regs = full_regs;
-  }
 #else
+  constexpr auto TableLoop = CfiLoop;  // .eh_frame elsewhere
   if (method == STACKWALK_FP) {
     FpWalk(regs, memory, env, state, out);
     return out.n;
   }
+#endif
   const NativeRegs start_regs = regs;
   const WalkState start_state = state;
   const Emitter start_out = out;
   RuleCache* cache = RuleCache::Acquire();
   bool used_compact = false;
-  StepResult r = CfiLoop(method, regs, memory, env, state, out, cache, &used_compact);
+  StepResult r = TableLoop(method, regs, memory, env, state, out, cache, &used_compact);
   if (cache != nullptr) cache->Release();
   if (used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable)) {
     // A compact rule forgot a register some later frame needed: walk again in full.
@@ -457,11 +443,10 @@ int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, i
     NativeRegs full_regs = start_regs;
     WalkState full_state = start_state;
     bool unused = false;
-    CfiLoop(method, full_regs, memory, env, full_state, full, nullptr, &unused);
+    TableLoop(method, full_regs, memory, env, full_state, full, nullptr, &unused);
     if (full.n > out.n) out = full;
     regs = full_regs;
   }
-#endif
   return out.n;
 }
 
