@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <signal.h>
 
+#include <initializer_list>
+
 #include "core/proc_maps.h"
 
 namespace stackwalk::internal {
@@ -54,7 +56,18 @@ bool StackMemory::InitSlow(uint64_t sp) {
   }
   // First walk on this thread, or the main thread's stack grew below the cached bounds.
   AddressRange found;
-  if (!LookUpStackMapping(sp, &found)) return false;
+  if (!LookUpStackMapping(sp, &found)) {
+    // A stack overflow leaves sp in the guard gap just below the stack: the frames above it are
+    // still there to be read.
+    bool near = false;
+    for (uint64_t above : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {
+      if (LookUpStackMapping(sp + above, &found) && found.lo > sp && found.lo - sp <= above) {
+        near = true;
+        break;
+      }
+    }
+    if (!near) return false;
+  }
   thread_stack_ = found;
   AddRegion(found);
   return true;

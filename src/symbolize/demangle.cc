@@ -1,0 +1,24 @@
+#include "symbolize/demangle.h"
+
+#include <cstring>
+
+#if defined(STACKWALK_HAVE_ABSL_DEMANGLE)
+#include "absl/debugging/internal/demangle.h"
+#endif
+
+namespace stackwalk::internal {
+
+void DemangleSignalSafe(const char* name, char* out, size_t size) {
+  if (size == 0) return;
+#if defined(STACKWALK_HAVE_ABSL_DEMANGLE)
+  if (name[0] == '_' && name[1] == 'Z' &&
+      absl::debugging_internal::Demangle(name, out, static_cast<int>(size))) {
+    return;
+  }
+#endif
+  size_t n = strnlen(name, size - 1);
+  std::memcpy(out, name, n);
+  out[n] = '\0';
+}
+
+}  // namespace stackwalk::internal

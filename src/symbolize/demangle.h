@@ -1,0 +1,17 @@
+// DemangleSignalSafe(): Itanium C++ names into a caller's buffer with no allocation, through
+// abseil's signal-safe demangler where the build has it (it leaves parameter types out:
+// "geo::Field::Total()"); the mangled name otherwise.
+#ifndef STACKWALK_SRC_SYMBOLIZE_DEMANGLE_H_
+#define STACKWALK_SRC_SYMBOLIZE_DEMANGLE_H_
+
+#include <cstddef>
+
+namespace stackwalk::internal {
+
+// Writes the demangled `name` (or `name` itself if it is not a C++ name or does not fit) to
+// out[0..size), NUL-terminated, truncating if needed. Signal safety: async-signal-safe.
+void DemangleSignalSafe(const char* name, char* out, size_t size);
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_SYMBOLIZE_DEMANGLE_H_

@@ -1,0 +1,230 @@
+#include "symbolize/elf_image.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace stackwalk::internal {
+namespace {
+
+// Reads a T at `offset` of an image of `size` bytes, if it fits.
+template <class T>
+bool Get(const uint8_t* base, size_t size, uint64_t offset, T* out) {
+  if (offset > size || sizeof(T) > size - offset) return false;
+  std::memcpy(out, base + offset, sizeof(T));
+  return true;
+}
+
+// A NUL-terminated string at `offset` within [lo, lo + room) of the image, or nullptr.
+const char* StringAt(const uint8_t* base, size_t size, uint64_t lo, uint64_t room,
+                     uint64_t offset) {
+  if (lo > size || room > size - lo || offset >= room) return nullptr;
+  const char* s = reinterpret_cast<const char*>(base + lo + offset);
+  return memchr(s, '\0', room - offset) != nullptr ? s : nullptr;
+}
+
+int BindingRank(unsigned char info) {
+  switch (ELF64_ST_BIND(info)) {  // same for ELF32
+    case STB_GLOBAL:
+      return 3;
+    case STB_WEAK:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+uint32_t DebuglinkCrc(uint32_t crc, const uint8_t* data, size_t size) {
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+  }
+  return ~crc;
+}
+
+bool ElfImage::Open(const char* path) {
+  Close();
+  int saved_errno = errno;
+  int fd;
+  do {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  bool ok = false;
+  if (fd >= 0) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (map != MAP_FAILED) {
+        base_ = static_cast<const uint8_t*>(map);
+        size_ = static_cast<size_t>(st.st_size);
+        mapped_ = true;
+        ok = Index();
+        if (!ok) Close();
+      }
+    }
+    close(fd);
+  }
+  errno = saved_errno;
+  return ok;
+}
+
+bool ElfImage::OpenMemory(const uint8_t* bytes, size_t size) {
+  Close();
+  base_ = bytes;
+  size_ = size;
+  mapped_ = false;
+  if (!Index()) {
+    Close();
+    return false;
+  }
+  return true;
+}
+
+void ElfImage::Close() {
+  if (base_ != nullptr && mapped_) munmap(const_cast<uint8_t*>(base_), size_);
+  base_ = nullptr;
+  size_ = 0;
+  mapped_ = false;
+  symtab_ = dynsym_ = Table();
+  build_id_size_ = 0;
+  debuglink_ = nullptr;
+  debuglink_crc_ = 0;
+  has_debug_info_ = false;
+}
+
+bool ElfImage::Index() {
+  ElfW(Ehdr) eh;
+  if (!Get(base_, size_, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return false;
+#if __SIZEOF_POINTER__ == 8
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return false;
+#else
+  if (eh.e_ident[EI_CLASS] != ELFCLASS32) return false;
+#endif
+  type_ = eh.e_type;
+  if (eh.e_shentsize != sizeof(ElfW(Shdr))) return eh.e_shnum == 0;
+  ElfW(Shdr) names;
+  if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(eh.e_shstrndx) * sizeof(names),
+           &names)) {
+    return true;  // no section headers to speak of: an image without symbols
+  }
+  for (int i = 0; i < eh.e_shnum; ++i) {
+    ElfW(Shdr) sh;
+    if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(i) * sizeof(sh), &sh)) break;
+    const char* name = StringAt(base_, size_, names.sh_offset, names.sh_size, sh.sh_name);
+    if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size_ || sh.sh_size > size_ - sh.sh_offset) {
+      continue;
+    }
+    if ((sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
+        sh.sh_entsize == sizeof(ElfW(Sym))) {
+      ElfW(Shdr) strings;
+      if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(sh.sh_link) * sizeof(strings),
+               &strings) ||
+          strings.sh_offset > size_ || strings.sh_size > size_ - strings.sh_offset) {
+        continue;
+      }
+      Table& t = sh.sh_type == SHT_SYMTAB ? symtab_ : dynsym_;
+      t.symbols = sh.sh_offset;
+      t.count = sh.sh_size / sizeof(ElfW(Sym));
+      t.strings = strings.sh_offset;
+      t.strings_size = strings.sh_size;
+    } else if (sh.sh_type == SHT_NOTE && build_id_size_ == 0) {
+      uint64_t off = sh.sh_offset, end = sh.sh_offset + sh.sh_size;
+      while (off + sizeof(ElfW(Nhdr)) <= end) {
+        ElfW(Nhdr) nh;
+        Get(base_, size_, off, &nh);
+        uint64_t desc = off + sizeof(nh) + ((nh.n_namesz + 3u) & ~3u);
+        uint64_t next = desc + ((nh.n_descsz + 3u) & ~3u);
+        if (next > end || next <= off) break;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+            std::memcmp(base_ + off + sizeof(nh), "GNU", 4) == 0) {
+          build_id_size_ = nh.n_descsz < kMaxBuildIdSize ? static_cast<int>(nh.n_descsz)
+                                                         : kMaxBuildIdSize;
+          std::memcpy(build_id_, base_ + desc, static_cast<size_t>(build_id_size_));
+          break;
+        }
+        off = next;
+      }
+    } else if (name != nullptr && std::strcmp(name, ".gnu_debuglink") == 0) {
+      const char* link = StringAt(base_, size_, sh.sh_offset, sh.sh_size, 0);
+      if (link != nullptr) {
+        uint64_t crc_at = (std::strlen(link) + 1 + 3) & ~uint64_t{3};
+        uint32_t crc;
+        if (crc_at + 4 <= sh.sh_size && Get(base_, size_, sh.sh_offset + crc_at, &crc)) {
+          debuglink_ = link;
+          debuglink_crc_ = crc;
+        }
+      }
+    } else if (name != nullptr && std::strcmp(name, ".debug_line") == 0) {
+      has_debug_info_ = true;
+    }
+  }
+  return true;
+}
+
+bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
+  bool found = false;
+  int best_rank = 0;
+  uint64_t best_size = 0;
+  // Fallback: the nearest function below addr without a size (hand-written assembly).
+  bool near_found = false;
+  ElfW(Sym) near{};
+  for (uint64_t i = 0; i < t.count; ++i) {
+    ElfW(Sym) sym;
+    std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
+    const int type = ELF64_ST_TYPE(sym.st_info);
+#if defined(__arm__)
+    // A Thumb function's value has bit 0 set; its code starts at the even address.
+    if (type == STT_FUNC) sym.st_value &= ~static_cast<ElfW(Addr)>(1);
+#endif
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
+        sym.st_shndx == SHN_UNDEF || sym.st_value > addr) {
+      continue;
+    }
+    if (sym.st_size == 0) {
+      if (type != STT_OBJECT && (!near_found || sym.st_value > near.st_value)) {
+        near = sym;
+        near_found = true;
+      }
+      continue;
+    }
+    if (addr - sym.st_value >= sym.st_size) continue;
+    const int rank = BindingRank(sym.st_info);
+    // The smallest symbol containing addr; among aliases (same size), the best binding.
+    if (!found || sym.st_size < best_size || (sym.st_size == best_size && rank > best_rank)) {
+      const char* name = StringAt(base_, size_, t.strings, t.strings_size, sym.st_name);
+      if (name == nullptr || name[0] == '\0') continue;
+      out->name = name;
+      out->value = sym.st_value;
+      out->size = sym.st_size;
+      best_size = sym.st_size;
+      best_rank = rank;
+      found = true;
+    }
+  }
+  if (!found && near_found) {
+    const char* name = StringAt(base_, size_, t.strings, t.strings_size, near.st_name);
+    if (name != nullptr && name[0] != '\0') {
+      out->name = name;
+      out->value = near.st_value;
+      out->size = 0;
+      found = true;
+    }
+  }
+  return found;
+}
+
+bool ElfImage::Lookup(uint64_t addr, SymbolHit* out) const {
+  if (base_ == nullptr) return false;
+  return LookupIn(symtab_, addr, out) || LookupIn(dynsym_, addr, out);
+}
+
+}  // namespace stackwalk::internal

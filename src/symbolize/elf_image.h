@@ -1,0 +1,80 @@
+// ElfImage: an ELF file mapped read-only, with what symbolization needs of it: the symbol
+// tables (.symtab, else .dynsym), the build-id note and the .gnu_debuglink. Every field read is
+// checked against the file's size, so a truncated or hostile file gives "nothing found", never
+// a crash. Usable in a signal handler: open, fstat, mmap, close and no allocation.
+#ifndef STACKWALK_SRC_SYMBOLIZE_ELF_IMAGE_H_
+#define STACKWALK_SRC_SYMBOLIZE_ELF_IMAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stackwalk::internal {
+
+struct SymbolHit {
+  const char* name = nullptr;  // inside the mapping, NUL-terminated; valid while the image is
+  uint64_t value = 0;          // link-time address of the symbol
+  uint64_t size = 0;
+};
+
+class ElfImage {
+ public:
+  static constexpr int kMaxBuildIdSize = 32;
+
+  ElfImage() = default;
+  ElfImage(const ElfImage&) = delete;
+  ElfImage& operator=(const ElfImage&) = delete;
+  ~ElfImage() { Close(); }
+
+  // Maps the file and indexes its sections. Returns false if it is not a readable ELF file of
+  // this process's class. Signal safety: async-signal-safe.
+  bool Open(const char* path);
+  // Indexes an ELF image already in memory (tests, fuzzing); the bytes must outlive this.
+  bool OpenMemory(const uint8_t* bytes, size_t size);
+  void Close();
+  bool is_open() const { return base_ != nullptr; }
+
+  // The function (or object) symbol covering link-time address `addr`: the smallest sized
+  // symbol containing it, preferring global over weak over local names among aliases; failing
+  // that, the nearest function below it without a size. Linear in the table's size.
+  // Signal safety: async-signal-safe.
+  bool Lookup(uint64_t addr, SymbolHit* out) const;
+
+  // The NT_GNU_BUILD_ID note's bytes; 0 if none.
+  int build_id_size() const { return build_id_size_; }
+  const uint8_t* build_id() const { return build_id_; }
+  // The .gnu_debuglink file name (nullptr if none) and its CRC-32.
+  const char* debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
+  // True if the file has DWARF line information (.debug_line), i.e. is worth handing to libdw.
+  bool has_debug_info() const { return has_debug_info_; }
+  uint16_t type() const { return type_; }  // ET_EXEC, ET_DYN, ...
+
+ private:
+  struct Table {
+    uint64_t symbols = 0;  // file offsets
+    uint64_t count = 0;
+    uint64_t strings = 0;
+    uint64_t strings_size = 0;
+  };
+  bool Index();
+  bool LookupIn(const Table& table, uint64_t addr, SymbolHit* out) const;
+
+  const uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  Table symtab_;
+  Table dynsym_;
+  uint8_t build_id_[kMaxBuildIdSize] = {};
+  int build_id_size_ = 0;
+  const char* debuglink_ = nullptr;
+  uint32_t debuglink_crc_ = 0;
+  bool has_debug_info_ = false;
+  uint16_t type_ = 0;
+};
+
+// CRC-32 as .gnu_debuglink uses it (IEEE 802.3, reflected). Signal safety: async-signal-safe.
+uint32_t DebuglinkCrc(uint32_t crc, const uint8_t* data, size_t size);
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_SYMBOLIZE_ELF_IMAGE_H_
