@@ -95,6 +95,8 @@ void ElfImage::Close() {
   size_ = 0;
   mapped_ = false;
   symtab_ = dynsym_ = Table();
+  section_headers_ = 0;
+  section_count_ = 0;
   build_id_size_ = 0;
   debuglink_ = nullptr;
   debuglink_crc_ = 0;
@@ -111,6 +113,8 @@ bool ElfImage::Index() {
 #endif
   type_ = eh.e_type;
   if (eh.e_shentsize != sizeof(ElfW(Shdr))) return eh.e_shnum == 0;
+  section_headers_ = eh.e_shoff;
+  section_count_ = eh.e_shnum;
   ElfW(Shdr) names;
   if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(eh.e_shstrndx) * sizeof(names),
            &names)) {
@@ -174,30 +178,40 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
   bool found = false;
   int best_rank = 0;
   uint64_t best_size = 0;
-  // Fallback: the nearest function below addr without a size (hand-written assembly).
-  bool near_found = false;
-  ElfW(Sym) near{};
+  // Fallback, as binutils does: the nearest function starting below addr in the same section
+  // (addresses in the padding after a function, or in assembly without sizes).
+  bool below_found = false;
+  ElfW(Sym) below{};
+  int below_rank = 0;
+  // Local symbols follow the STT_FILE symbol of their source file.
+  uint32_t file = 0, best_file = 0, below_file = 0;
   for (uint64_t i = 0; i < t.count; ++i) {
     ElfW(Sym) sym;
     std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
     const int type = ELF64_ST_TYPE(sym.st_info);
+    if (type == STT_FILE) {
+      file = sym.st_name;
+      continue;
+    }
+    const uint32_t sym_file = ELF64_ST_BIND(sym.st_info) == STB_LOCAL ? file : 0;
 #if defined(__arm__)
     // A Thumb function's value has bit 0 set; its code starts at the even address.
     if (type == STT_FUNC) sym.st_value &= ~static_cast<ElfW(Addr)>(1);
 #endif
     if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
-        sym.st_shndx == SHN_UNDEF || sym.st_value > addr) {
+        sym.st_shndx == SHN_UNDEF || sym.st_value > addr || sym.st_name == 0) {
       continue;
     }
-    if (sym.st_size == 0) {
-      if (type != STT_OBJECT && (!near_found || sym.st_value > near.st_value)) {
-        near = sym;
-        near_found = true;
-      }
-      continue;
-    }
-    if (addr - sym.st_value >= sym.st_size) continue;
     const int rank = BindingRank(sym.st_info);
+    if (type != STT_OBJECT &&
+        (!below_found || sym.st_value > below.st_value ||
+         (sym.st_value == below.st_value && rank > below_rank))) {
+      below = sym;
+      below_rank = rank;
+      below_file = sym_file;
+      below_found = true;
+    }
+    if (sym.st_size == 0 || addr - sym.st_value >= sym.st_size) continue;
     // The smallest symbol containing addr; among aliases (same size), the best binding.
     if (!found || sym.st_size < best_size || (sym.st_size == best_size && rank > best_rank)) {
       const char* name = StringAt(base_, size_, t.strings, t.strings_size, sym.st_name);
@@ -207,19 +221,34 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
       out->size = sym.st_size;
       best_size = sym.st_size;
       best_rank = rank;
+      best_file = sym_file;
       found = true;
     }
   }
-  if (!found && near_found) {
-    const char* name = StringAt(base_, size_, t.strings, t.strings_size, near.st_name);
+  if (!found && below_found && SectionContains(below.st_shndx, addr)) {
+    const char* name = StringAt(base_, size_, t.strings, t.strings_size, below.st_name);
     if (name != nullptr && name[0] != '\0') {
       out->name = name;
-      out->value = near.st_value;
-      out->size = 0;
+      out->value = below.st_value;
+      out->size = below.st_size;
+      best_file = below_file;
       found = true;
     }
   }
+  if (found) {
+    out->file = best_file != 0 ? StringAt(base_, size_, t.strings, t.strings_size, best_file)
+                               : nullptr;
+  }
   return found;
+}
+
+bool ElfImage::SectionContains(uint32_t index, uint64_t addr) const {
+  if (index == SHN_UNDEF || index >= section_count_) return false;
+  ElfW(Shdr) sh;
+  if (!Get(base_, size_, section_headers_ + static_cast<uint64_t>(index) * sizeof(sh), &sh)) {
+    return false;
+  }
+  return addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size;
 }
 
 bool ElfImage::Lookup(uint64_t addr, SymbolHit* out) const {

@@ -14,6 +14,7 @@ struct SymbolHit {
   const char* name = nullptr;  // inside the mapping, NUL-terminated; valid while the image is
   uint64_t value = 0;          // link-time address of the symbol
   uint64_t size = 0;
+  const char* file = nullptr;  // for a local symbol, the STT_FILE symbol it follows, if any
 };
 
 class ElfImage {
@@ -35,7 +36,8 @@ class ElfImage {
 
   // The function (or object) symbol covering link-time address `addr`: the smallest sized
   // symbol containing it, preferring global over weak over local names among aliases; failing
-  // that, the nearest function below it without a size. Linear in the table's size.
+  // that, as binutils does, the nearest function starting below it in the same section.
+  // Linear in the table's size.
   // Signal safety: async-signal-safe.
   bool Lookup(uint64_t addr, SymbolHit* out) const;
 
@@ -58,6 +60,7 @@ class ElfImage {
   };
   bool Index();
   bool LookupIn(const Table& table, uint64_t addr, SymbolHit* out) const;
+  bool SectionContains(uint32_t index, uint64_t addr) const;
 
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
@@ -70,6 +73,8 @@ class ElfImage {
   uint32_t debuglink_crc_ = 0;
   bool has_debug_info_ = false;
   uint16_t type_ = 0;
+  uint64_t section_headers_ = 0;  // file offset
+  uint32_t section_count_ = 0;
 };
 
 // CRC-32 as .gnu_debuglink uses it (IEEE 802.3, reflected). Signal safety: async-signal-safe.

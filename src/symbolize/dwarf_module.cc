@@ -1,0 +1,254 @@
+#include "symbolize/dwarf_module.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "symbolize/elf_image.h"
+
+namespace stackwalk::internal {
+namespace {
+
+std::string Hex(const uint8_t* bytes, int n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += kHex[bytes[i] >> 4];
+    s += kHex[bytes[i] & 15];
+  }
+  return s;
+}
+
+bool FileCrcMatches(const std::string& path, uint32_t want) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = false;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED) {
+      ok = DebuglinkCrc(0, static_cast<const uint8_t*>(map), static_cast<size_t>(st.st_size)) == want;
+      munmap(map, static_cast<size_t>(st.st_size));
+    }
+  }
+  close(fd);
+  return ok;
+}
+
+bool HasDebugInfo(const std::string& path) {
+  ElfImage image;
+  return image.Open(path.c_str()) && image.has_debug_info();
+}
+
+// The file holding the DWARF for `path`, or "" if there is none.
+std::string FindDebugFile(const std::string& path, const std::string& debug_root) {
+  ElfImage image;
+  if (!image.Open(path.c_str())) return "";
+  if (image.has_debug_info()) return path;
+  if (image.build_id_size() >= 2) {
+    std::string id = Hex(image.build_id(), image.build_id_size());
+    std::string by_id = debug_root + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    if (HasDebugInfo(by_id)) return by_id;
+  }
+  if (image.debuglink() != nullptr) {
+    std::string dir = path.substr(0, path.rfind('/') + 1);
+    for (const std::string& candidate :
+         {dir + image.debuglink(), dir + ".debug/" + image.debuglink(),
+          debug_root + dir + image.debuglink()}) {
+      if (candidate != path && FileCrcMatches(candidate, image.debuglink_crc()) &&
+          HasDebugInfo(candidate)) {
+        return candidate;
+      }
+    }
+  }
+  return "";
+}
+
+std::string Demangle(const char* name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+bool IsScopeTag(int tag) { return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DwarfModule>> DwarfModule::Open(const std::string& path,
+                                                                const std::string& debug_root) {
+  std::string debug = FindDebugFile(path, debug_root);
+  if (debug.empty()) return absl::NotFoundError(absl::StrCat("no DWARF for ", path));
+  int fd = open(debug.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open ", debug));
+  Dwarf* dwarf = dwarf_begin(fd, DWARF_C_READ);
+  if (dwarf == nullptr) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(debug, ": ", dwarf_errmsg(-1)));
+  }
+  std::unique_ptr<DwarfModule> m(new DwarfModule());
+  m->fd_ = fd;
+  m->dwarf_ = dwarf;
+  m->debug_path_ = debug;
+  return m;
+}
+
+DwarfModule::~DwarfModule() {
+  if (dwarf_ != nullptr) dwarf_end(dwarf_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void DwarfModule::Collect(Dwarf_Die* die, int depth, std::vector<Scope>* out) {
+  Dwarf_Die child;
+  if (dwarf_child(die, &child) != 0) return;
+  do {
+    const int tag = dwarf_tag(&child);
+    int child_depth = depth;
+    if (IsScopeTag(tag)) {
+      child_depth = depth + 1;
+      Dwarf_Addr base, low, high;
+      ptrdiff_t offset = 0;
+      while ((offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0) {
+        if (high > low) out->push_back({low, high, 0, dwarf_dieoffset(&child), child_depth});
+      }
+    }
+    // Scopes nest in functions, lexical blocks, namespaces and classes (member functions).
+    if (dwarf_haschildren(&child)) Collect(&child, child_depth, out);
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+DwarfModule::CuIndex* DwarfModule::IndexFor(Dwarf_Die* cu) {
+  Dwarf_Off key = dwarf_dieoffset(cu);
+  auto it = cus_.find(key);
+  if (it != cus_.end()) return it->second.get();
+  auto index = std::make_unique<CuIndex>();
+  index->cu = *cu;
+  Collect(cu, 0, &index->scopes);
+  std::sort(index->scopes.begin(), index->scopes.end(),
+            [](const Scope& a, const Scope& b) { return a.low < b.low; });
+  uint64_t running = 0;
+  for (Scope& s : index->scopes) {
+    running = std::max(running, s.high);
+    s.max_high = running;
+  }
+  CuIndex* raw = index.get();
+  cus_.emplace(key, std::move(index));
+  return raw;
+}
+
+void DwarfModule::Name(Dwarf_Die* die, DwarfFrame* frame) {
+  Dwarf_Attribute attr;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, at, &attr));
+    if (linkage != nullptr) {
+      frame->linkage = linkage;
+      frame->has_linkage = true;
+      frame->function = Demangle(linkage);
+      return;
+    }
+  }
+  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  frame->function = name != nullptr ? name : "";
+  frame->linkage = frame->function;
+  frame->has_linkage = false;
+}
+
+std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
+  std::vector<DwarfFrame> frames;
+  Dwarf_Die cu;
+  if (dwarf_addrdie(dwarf_, addr, &cu) == nullptr) {
+    // No .debug_aranges entry: ask each CU.
+    Dwarf_Off offset = 0, next;
+    size_t header;
+    bool found = false;
+    while (!found && dwarf_nextcu(dwarf_, offset, &next, &header, nullptr, nullptr, nullptr) == 0) {
+      if (dwarf_offdie(dwarf_, offset + header, &cu) != nullptr && dwarf_haspc(&cu, addr) > 0) {
+        found = true;
+      }
+      offset = next;
+    }
+    if (!found) return frames;
+  }
+  CuIndex* index = IndexFor(&cu);
+
+  // Every scope containing addr: those starting at or below it, back to where no earlier
+  // scope reaches past it.
+  std::vector<const Scope*> containing;
+  auto upper = std::upper_bound(index->scopes.begin(), index->scopes.end(), addr,
+                                [](uint64_t a, const Scope& s) { return a < s.low; });
+  for (auto it = upper; it != index->scopes.begin();) {
+    --it;
+    if (it->max_high <= addr) break;
+    if (addr < it->high) containing.push_back(&*it);
+  }
+  std::sort(containing.begin(), containing.end(),
+            [](const Scope* a, const Scope* b) { return a->depth > b->depth; });
+
+  DwarfFrame innermost;
+  if (Dwarf_Line* line = dwarf_getsrc_die(&cu, addr)) {
+    const char* file = dwarf_linesrc(line, nullptr, nullptr);
+    if (file != nullptr) innermost.file = file;
+    dwarf_lineno(line, &innermost.line);
+    dwarf_linecol(line, &innermost.column);
+    dwarf_linediscriminator(line, &innermost.discriminator);
+  } else if (const char* name = dwarf_diename(&cu)) {
+    innermost.file = name;  // no line row here: at least the source file it came from
+  }
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  dwarf_getsrcfiles(&cu, &files, &nfiles);
+
+  DwarfFrame current = innermost;
+  for (size_t i = 0; i < containing.size(); ++i) {
+    Dwarf_Die die;
+    if (dwarf_offdie(dwarf_, containing[i]->die, &die) == nullptr) break;
+    Name(&die, &current);
+    current.die = containing[i]->die;
+    // The function's lowest address, as binutils keys functions (its first range for
+    // functions split into hot and cold parts).
+    Dwarf_Addr low, base, begin, end;
+    if (dwarf_lowpc(&die, &low) == 0) {
+      current.function_entry = low;
+    } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
+      current.function_entry = begin;
+    }
+    if (dwarf_tag(&die) != DW_TAG_inlined_subroutine) {
+      frames.push_back(current);
+      break;  // the real function: its callers are other frames of the stack
+    }
+    current.inlined = true;
+    frames.push_back(current);
+    // The caller continues at the call site.
+    DwarfFrame caller;
+    Dwarf_Attribute attr;
+    Dwarf_Word value;
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &value) == 0 && files != nullptr &&
+        value < nfiles) {
+      const char* file = dwarf_filesrc(files, value, nullptr, nullptr);
+      if (file != nullptr) caller.file = file;
+    }
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &value) == 0) {
+      caller.line = static_cast<int>(value);
+    }
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_column, &attr), &value) == 0) {
+      caller.column = static_cast<int>(value);
+    }
+    current = caller;
+    if (i + 1 == containing.size()) frames.push_back(current);  // caller without a scope
+  }
+  if (containing.empty()) frames.push_back(innermost);
+  return frames;
+}
+
+}  // namespace stackwalk::internal

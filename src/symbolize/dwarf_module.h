@@ -1,0 +1,80 @@
+// DwarfModule: file, line, column and the inline chain of an address in one ELF object, from
+// its DWARF (in the object itself or in a separate debug file), through elfutils' libdw.
+//
+// libdw caches line tables per compilation unit; what it does not cache is which functions
+// and inlined calls cover an address (dwarf_getscopes walks the CU's DIE tree on every call,
+// which is why eu-addr2line is slow). DwarfModule walks each CU once, on first use, into a list
+// of [low, high) ranges sorted by start with a running maximum of the ends, so a lookup is a
+// binary search and a short backwards scan.
+//
+// Not signal-safe: allocates, opens files. Not thread-safe: Symbolizer serializes.
+#ifndef STACKWALK_SRC_SYMBOLIZE_DWARF_MODULE_H_
+#define STACKWALK_SRC_SYMBOLIZE_DWARF_MODULE_H_
+
+#include <elfutils/libdw.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace stackwalk::internal {
+
+struct DwarfFrame {
+  std::string function;  // demangled; empty if unknown
+  std::string linkage;   // the mangled name if the function has one, else its plain name
+  bool has_linkage = false;
+  uint64_t function_entry = 0;  // the function's (or inlined call's) lowest address
+  uint64_t die = 0;             // the DWARF entry naming the frame (0: none)
+  std::string file;      // empty if unknown; the compilation unit's name if it has no line here
+  int line = 0;
+  int column = 0;
+  unsigned discriminator = 0;  // of the line, for the innermost frame
+  bool inlined = false;  // an inlined call, whose caller is the next frame
+};
+
+class DwarfModule {
+ public:
+  // Opens `path` and the DWARF for it: its own, or a separate debug file found by build-id
+  // (<debug_root>/.build-id/xx/yyyy.debug) or .gnu_debuglink (beside it, in .debug/, under
+  // <debug_root>/<dir>) whose CRC matches.
+  static absl::StatusOr<std::unique_ptr<DwarfModule>> Open(
+      const std::string& path, const std::string& debug_root = "/usr/lib/debug");
+  ~DwarfModule();
+
+  // The frames at link-time address `addr`, innermost (inlined) first; empty if no CU covers it.
+  std::vector<DwarfFrame> Lookup(uint64_t addr);
+
+  // Where the DWARF came from (the object itself or its debug file).
+  const std::string& debug_path() const { return debug_path_; }
+
+ private:
+  struct Scope {
+    uint64_t low;
+    uint64_t high;
+    uint64_t max_high;  // the largest high of this and every earlier scope (sorted by low)
+    Dwarf_Off die;      // a DW_TAG_subprogram or DW_TAG_inlined_subroutine
+    int depth;
+  };
+  struct CuIndex {
+    Dwarf_Die cu;
+    std::vector<Scope> scopes;
+  };
+
+  DwarfModule() = default;
+  CuIndex* IndexFor(Dwarf_Die* cu);
+  void Collect(Dwarf_Die* die, int depth, std::vector<Scope>* out);
+  void Name(Dwarf_Die* die, DwarfFrame* frame);
+
+  int fd_ = -1;
+  Dwarf* dwarf_ = nullptr;
+  std::string debug_path_;
+  std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus_;
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_SYMBOLIZE_DWARF_MODULE_H_
