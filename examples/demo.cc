@@ -11,12 +11,23 @@
 #include "stackwalk/capture.h"
 #include "stackwalk/format.h"
 #include "stackwalk/stackwalk.h"
+#if defined(STACKWALK_DEMO_WITH_SYMBOLIZER)
+#include "stackwalk/symbolizer.h"
+#endif
 
 namespace geo {
 
+// With the DWARF symbolizer: function, file:line:column and inline frames; without it (cross
+// builds), names from the dynamic symbol table.
 void PrintTrace(const char* title, void* const* pcs, int n, bool from_context) {
+#if defined(STACKWALK_DEMO_WITH_SYMBOLIZER)
+  static stackwalk::Symbolizer symbolizer;
+  std::printf("%s (%d frames):\n%s\n", title, n,
+              stackwalk::FormatFrames(symbolizer.SymbolizeTrace(pcs, n, from_context)).c_str());
+#else
   std::printf("%s (%d frames):\n%s\n", title, n,
               stackwalk::FormatTrace(pcs, n, from_context).c_str());
+#endif
 }
 
 struct Field {
@@ -49,7 +60,9 @@ void OnSegv(int, siginfo_t* info, void* ucontext) {
   char title[128];
   std::snprintf(title, sizeof(title), "SIGSEGV at address %p, unwound from the ucontext_t",
                 info->si_addr);
-  PrintTrace(title, pcs, n, true);  // printf in a handler: fine for a demo, not for real code
+  // printf and the symbolizer in a handler: fine for a demo, not for real code (crash_handler.h
+  // is the signal-safe way).
+  PrintTrace(title, pcs, n, true);
   siglongjmp(g_recover, 1);
 }
 

@@ -1,0 +1,81 @@
+// symbolizer.h — function, file:line:column and inline frames for captured PCs, from the DWARF
+// of the loaded objects (or their separate debug files) through elfutils' libdw. Built where
+// libdw and abseil are installed (native builds); link stackwalk::symbolize.
+//
+// Example:
+//
+//   void* pcs[64];
+//   int n = stackwalk_backtrace(pcs, 64, STACKWALK_AUTO);
+//   stackwalk::Symbolizer symbolizer;
+//   std::printf("%s", stackwalk::FormatFrames(symbolizer.SymbolizeTrace(pcs, n)).c_str());
+//
+//   #0 0x000055d0c0a0151b in geo::Field::Total(int) const at demo.cc:31:14 (stackwalk_demo+0x151b)
+//   #1 0x000055d0c0a01570 in geo::Lookup(long) (inlined) at demo.cc:52:9 (stackwalk_demo+0x1570)
+//
+// Not async-signal-safe (reads files, allocates): crash handlers use crash_handler.h, which
+// names frames on a signal-safe path.
+#ifndef STACKWALK_SYMBOLIZER_H_
+#define STACKWALK_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace stackwalk {
+
+struct SymbolizedFrame {
+  uint64_t pc = 0;
+  int index = 0;            // the trace frame it belongs to (inlined frames share it)
+  std::string function;     // demangled; empty if unknown
+  std::string file;         // empty if unknown
+  int line = 0;
+  int column = 0;
+  bool inlined = false;     // an inlined call; the next frame with the same index is its caller
+  std::string module;       // the object's path; empty if the PC is in none
+  uint64_t module_offset = 0;  // pc minus the object's load bias
+};
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Symbolize()
+  //
+  // The frames at `pc` of this process, innermost (inlined) first: always at least one, with as
+  // much as is known (a missing debug file still gives the symbol table's name). A return
+  // address (every trace frame but an interrupted one) is looked up at pc - 1.
+  //
+  // Thread safety: thread-safe. Signal safety: NOT async-signal-safe.
+  std::vector<SymbolizedFrame> Symbolize(const void* pc, bool is_return_address);
+
+  // SymbolizeTrace(): every PC of a captured trace, grouped by object.
+  // `first_is_interrupted` for traces from a signal context.
+  std::vector<SymbolizedFrame> SymbolizeTrace(void* const* pcs, int n,
+                                              bool first_is_interrupted = false);
+
+  // SymbolizeFile(): offline, a link-time address of an ELF file. Fails if the file cannot be
+  // read as ELF.
+  absl::StatusOr<std::vector<SymbolizedFrame>> SymbolizeFile(const std::string& path,
+                                                             uint64_t address);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// FormatFrames(): one line per frame, "#<index> 0x<pc> in <function> [(inlined)] at
+// <file>:<line>:<column> (<module>+0x<offset>)", unknown parts left out.
+std::string FormatFrames(const std::vector<SymbolizedFrame>& frames);
+
+// FormatFramesJson(): a JSON array of objects with the same fields.
+std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames);
+
+}  // namespace stackwalk
+
+#endif  // STACKWALK_SYMBOLIZER_H_

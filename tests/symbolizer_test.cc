@@ -1,0 +1,100 @@
+// The library symbolizer on this process's own frames: exact function, file, line and the
+// inline chain, computed by the test itself with __LINE__; and objects without DWARF.
+#include "stackwalk/symbolizer.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "stackwalk/stackwalk.h"
+
+namespace {
+
+struct Trace {
+  void* pcs[32];
+  int n = 0;
+  int capture_line = 0;
+  int call_line = 0;
+};
+
+}  // namespace
+
+// Inlined into the caller: the trace's first PC lies in this function's inlined code.
+static inline __attribute__((always_inline)) void InlinedCapture(Trace* t) {
+  t->n = stackwalk_backtrace(t->pcs, 32, STACKWALK_AUTO); t->capture_line = __LINE__;
+}
+
+extern "C" __attribute__((noinline)) void symbolizer_outer(Trace* t) {
+  InlinedCapture(t); t->call_line = __LINE__;
+  __asm__ volatile("" ::: "memory");
+}
+
+static bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+TEST(Symbolizer, InlineChainWithExactLines) {
+  Trace t;
+  symbolizer_outer(&t);
+  ASSERT_GT(t.n, 2);
+  stackwalk::Symbolizer symbolizer;
+  std::vector<stackwalk::SymbolizedFrame> frames = symbolizer.Symbolize(t.pcs[0], true);
+  ASSERT_GE(frames.size(), 2u) << stackwalk::FormatFrames(frames);
+  EXPECT_EQ(frames[0].function, "InlinedCapture");
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_TRUE(EndsWith(frames[0].file, "symbolizer_test.cc")) << frames[0].file;
+  EXPECT_EQ(frames[0].line, t.capture_line);
+  EXPECT_EQ(frames[1].function, "symbolizer_outer");
+  EXPECT_FALSE(frames[1].inlined);
+  EXPECT_EQ(frames[1].line, t.call_line);
+  EXPECT_EQ(frames[0].pc, reinterpret_cast<uintptr_t>(t.pcs[0]));
+  EXPECT_TRUE(EndsWith(frames[0].module, "symbolizer_test")) << frames[0].module;
+
+  // The whole trace, grouped by trace index, reaches the test body.
+  std::vector<stackwalk::SymbolizedFrame> all = symbolizer.SymbolizeTrace(t.pcs, t.n);
+  std::string text = stackwalk::FormatFrames(all);
+  EXPECT_NE(text.find("#0 0x"), std::string::npos);
+  EXPECT_NE(text.find("InlinedCapture (inlined) at "), std::string::npos) << text;
+  EXPECT_NE(text.find("TestBody"), std::string::npos) << text;
+  std::string json = stackwalk::FormatFramesJson(all);
+  EXPECT_EQ(json.front(), '[');
+  EXPECT_NE(json.find("\"function\":\"symbolizer_outer\""), std::string::npos) << json;
+}
+
+TEST(Symbolizer, LibraryWithoutDebugInfoStillGetsItsSymbolName) {
+  // A copy of a fixture library stripped of its DWARF: the symbol table still names it.
+  const std::string copy = ::testing::TempDir() + "libstripped." + std::to_string(getpid()) + ".so";
+  ASSERT_EQ(std::system(("objcopy --strip-debug " + std::string(CHAIN_LIB_PATH) + " " + copy).c_str()),
+            0);
+  void* lib = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* entry = dlsym(lib, "chain_lib_entry");
+  ASSERT_NE(entry, nullptr);
+  stackwalk::Symbolizer symbolizer;
+  auto frames = symbolizer.Symbolize(entry, false);
+  ASSERT_EQ(frames.size(), 1u) << stackwalk::FormatFrames(frames);
+  EXPECT_EQ(frames[0].function, "chain_lib_entry");
+  EXPECT_TRUE(frames[0].file.empty());
+  EXPECT_EQ(frames[0].module, copy);
+  dlclose(lib);
+  unlink(copy.c_str());
+
+  // libc: from its symbol table, or from its debug file where one is installed.
+  frames = symbolizer.Symbolize(reinterpret_cast<void*>(&abort), false);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_NE(frames.back().function.find("abort"), std::string::npos) << stackwalk::FormatFrames(frames);
+}
+
+TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
+  stackwalk::Symbolizer symbolizer;
+  auto frames = symbolizer.Symbolize(reinterpret_cast<void*>(16), false);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_TRUE(frames[0].function.empty());
+  EXPECT_TRUE(frames[0].module.empty());
+  EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010\n");
+  EXPECT_FALSE(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).ok());
+  EXPECT_FALSE(symbolizer.SymbolizeFile("/etc/hostname", 0x1000).ok());
+}
