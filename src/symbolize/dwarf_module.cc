@@ -148,20 +148,28 @@ DwarfModule::CuIndex* DwarfModule::IndexFor(Dwarf_Die* cu) {
 }
 
 void DwarfModule::Name(Dwarf_Die* die, DwarfFrame* frame) {
-  Dwarf_Attribute attr;
-  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
-    const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, at, &attr));
-    if (linkage != nullptr) {
-      frame->linkage = linkage;
-      frame->has_linkage = true;
-      frame->function = Demangle(linkage);
-      return;
+  const Dwarf_Off key = dwarf_dieoffset(die);
+  auto it = names_.find(key);
+  if (it == names_.end()) {
+    CachedName name{"", "", false};
+    Dwarf_Attribute attr;
+    for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+      const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, at, &attr));
+      if (linkage != nullptr) {
+        name = {Demangle(linkage), linkage, true};
+        break;
+      }
     }
+    if (!name.has_linkage) {
+      const char* plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+      name.function = plain != nullptr ? plain : "";
+      name.linkage = name.function;
+    }
+    it = names_.emplace(key, std::move(name)).first;
   }
-  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  frame->function = name != nullptr ? name : "";
-  frame->linkage = frame->function;
-  frame->has_linkage = false;
+  frame->function = it->second.function;
+  frame->linkage = it->second.linkage;
+  frame->has_linkage = it->second.has_linkage;
 }
 
 std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {

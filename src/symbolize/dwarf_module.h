@@ -73,6 +73,14 @@ class DwarfModule {
   Dwarf* dwarf_ = nullptr;
   std::string debug_path_;
   std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus_;
+  // Names by DWARF entry: the same functions come up address after address, and demangling is
+  // costly.
+  struct CachedName {
+    std::string function;
+    std::string linkage;
+    bool has_linkage;
+  };
+  std::unordered_map<Dwarf_Off, CachedName> names_;
 };
 
 }  // namespace stackwalk::internal
