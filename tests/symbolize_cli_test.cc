@@ -2,6 +2,8 @@
 // with deep inlining: the --addr2line mode must print the same lines (agreement reported),
 // also when the DWARF lives in a separate file found by .gnu_debuglink or by build-id.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -167,3 +169,45 @@ TEST(SymbolizeCli, ModuleOffsetModeWithInlinesAndJson) {
 }
 
 }  // namespace
+
+TEST(SymbolizeCli, AbsoluteAddressesThroughAProcessMap) {
+  // A running process and a saved copy of its map, as a crash report would carry.
+  pid_t child = fork();
+  if (child == 0) {
+    execlp("sleep", "sleep", "10", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(300 * 1000);
+  const std::string maps = "/proc/" + std::to_string(child) + "/maps";
+  const std::string saved = ::testing::TempDir() + "saved." + std::to_string(getpid()) + ".maps";
+  ASSERT_EQ(std::system(("cp " + maps + " " + saved).c_str()), 0);
+  // An address 0x40 into libc's executable mapping.
+  std::string line = Shell("grep -m1 'r-xp.*libc.so' " + saved);
+  ASSERT_FALSE(line.empty());
+  uint64_t lo = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+  std::istringstream words(line);
+  std::string range, perms, offset, dev, inode, path;
+  words >> range >> perms >> offset >> dev >> inode >> path;
+  uint64_t file_offset = std::stoull(offset, nullptr, 16);
+  char addr[32];
+  std::snprintf(addr, sizeof(addr), "0x%llx", static_cast<unsigned long long>(lo + 0x40));
+
+  std::string by_pid = Shell(kTool + " --json --pid " + std::to_string(child) + " " + addr);
+  std::string by_file = Shell(kTool + " --json --maps " + saved + " " + addr);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(by_pid, by_file);
+  EXPECT_NE(by_file.find("\"module\":\"" + path + "\""), std::string::npos) << by_file;
+  // libc links its executable segment where it sits in the file (p_vaddr == p_offset).
+  char want_offset[48];
+  std::snprintf(want_offset, sizeof(want_offset), "\"offset\":\"0x%llx\"",
+                static_cast<unsigned long long>(file_offset + 0x40));
+  EXPECT_NE(by_file.find(want_offset), std::string::npos) << by_file;
+  // The same frames as naming the file and offset directly.
+  char module_offset[64];
+  std::snprintf(module_offset, sizeof(module_offset), "+0x%llx",
+                static_cast<unsigned long long>(file_offset + 0x40));
+  std::string direct = Shell(kTool + " --json " + path + module_offset);
+  EXPECT_EQ(by_file.substr(by_file.find("\"frames\"")), direct.substr(direct.find("\"frames\"")));
+  EXPECT_NE(Shell(kTool + " --maps " + saved + " 0x10").find("not in a mapped file"), std::string::npos);
+}

@@ -2,8 +2,11 @@
 // inline chain, from its DWARF (or its separate debug file).
 //
 //   stackwalk-symbolize [--json] [--inlines] [--debug-root DIR] MODULE+OFFSET...
+//   stackwalk-symbolize [--json] [--inlines] (--pid PID | --maps FILE) ADDR...
 //   stackwalk-symbolize --addr2line -e FILE [-a] [-f] [-C] [-i] [ADDR...]
 //
+// With --pid or --maps, absolute addresses are resolved against that process's memory map
+// (/proc/PID/maps, or a copy of one saved with a crash report).
 // The --addr2line mode prints the same lines as binutils' addr2line with the same flags, so it
 // drops into scripts; addresses come from the command line or, one per line, from stdin.
 #include <cxxabi.h>
@@ -14,7 +17,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 #include <memory>
 #include <string>
@@ -39,12 +44,14 @@ struct Options {
   bool json = false;
   std::string file;
   std::string debug_root = "/usr/lib/debug";
+  std::string maps;  // a /proc/PID/maps text to resolve absolute addresses with
   std::vector<std::string> inputs;
 };
 
 int Usage() {
   std::fprintf(stderr,
                "usage: stackwalk-symbolize [--json] [--inlines] [--debug-root DIR] MODULE+OFFSET...\n"
+               "       stackwalk-symbolize [--json] [--inlines] (--pid PID | --maps FILE) ADDR...\n"
                "       stackwalk-symbolize --addr2line -e FILE [-a] [-f] [-C] [-i] [ADDR...]\n");
   return 2;
 }
@@ -61,8 +68,10 @@ bool ParseHex(const std::string& text, uint64_t* out) {
 // One object's DWARF and symbol table, opened once.
 struct Object {
   std::unique_ptr<DwarfModule> dwarf;
-  ElfImage symbols;
+  ElfImage symbols;  // from the debug file where there is one
   bool has_symbols = false;
+  ElfImage file;     // the object itself: its segments map file offsets to addresses
+  bool has_file = false;
   // binutils names a function without a DWARF linkage name by the symbol table the first time
   // it is the innermost function of a lookup, and by its DWARF name afterwards, unless the
   // symbol started where the function does: then that symbol name sticks, for inlined calls'
@@ -84,14 +93,16 @@ Object* ObjectFor(const std::string& path, const std::string& debug_root,
       (object->dwarf && object->dwarf->debug_path() != path &&
        object->symbols.Open(object->dwarf->debug_path().c_str())) ||
       object->symbols.Open(path.c_str());
+  object->has_file = object->file.Open(path.c_str());
   Object* raw = object.get();
   cache->emplace(path, std::move(object));
   return raw;
 }
 
-// The frames at `addr`: from DWARF, else the symbol table's function with no location,
-// named as binutils names them (see Object::looked_up).
-std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr) {
+// The frames at `addr`: from DWARF, else the symbol table's function with no location. With
+// `binutils_names`, named as binutils names them (see Object::looked_up); otherwise by DWARF,
+// with the symbol table only where DWARF has no name.
+std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr, bool binutils_names) {
   std::vector<DwarfFrame> frames;
   if (object->dwarf) frames = object->dwarf->Lookup(addr);
   SymbolHit hit;
@@ -99,6 +110,14 @@ std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr) {
     f.linkage = name;
     f.function = name;  // demangled when printed, if asked
   };
+  if (!binutils_names) {
+    if ((frames.empty() || frames.front().function.empty()) && object->has_symbols &&
+        object->symbols.Lookup(addr, &hit)) {
+      if (frames.empty()) frames.emplace_back();
+      rename(frames.front(), hit.name);
+    }
+    return frames;
+  }
   if (frames.empty() || frames.front().function.empty()) {
     if (object->has_symbols && object->symbols.Lookup(addr, &hit)) {
       if (frames.empty()) frames.emplace_back();
@@ -129,7 +148,8 @@ std::string Demangled(const DwarfFrame& frame);
 
 void PrintAddr2line(const Options& o, Object* object, uint64_t addr) {
   if (o.print_address) std::printf("0x%016" PRIx64 "\n", addr);
-  std::vector<DwarfFrame> frames = object != nullptr ? FramesAt(object, addr) : std::vector<DwarfFrame>();
+  std::vector<DwarfFrame> frames =
+      object != nullptr ? FramesAt(object, addr, true) : std::vector<DwarfFrame>();
   if (frames.empty()) frames.emplace_back();
   size_t count = o.inlines ? frames.size() : 1;
   for (size_t i = 0; i < count; ++i) {
@@ -170,7 +190,8 @@ std::string JsonString(const std::string& s) {
 
 void PrintModuleOffset(const Options& o, const std::string& input, Object* object, uint64_t offset,
                        const std::string& module) {
-  std::vector<DwarfFrame> frames = object != nullptr ? FramesAt(object, offset) : std::vector<DwarfFrame>();
+  std::vector<DwarfFrame> frames =
+      object != nullptr ? FramesAt(object, offset, false) : std::vector<DwarfFrame>();
   size_t count = o.inlines ? frames.size() : std::min<size_t>(frames.size(), 1);
   if (o.json) {
     std::printf("{\"input\":%s,\"module\":%s,\"offset\":\"0x%" PRIx64 "\",\"frames\":[",
@@ -196,6 +217,29 @@ void PrintModuleOffset(const Options& o, const std::string& input, Object* objec
     if (!f.file.empty()) std::printf(" at %s:%d:%d", f.file.c_str(), f.line, f.column);
     std::printf(" (%s+0x%" PRIx64 ")\n", module.c_str(), offset);
   }
+}
+
+// A file-backed mapping of a maps text: "lo-hi perms offset dev inode path".
+struct MapEntry {
+  uint64_t lo, hi, offset;
+  std::string path;
+};
+
+std::vector<MapEntry> ReadMaps(const std::string& file) {
+  std::vector<MapEntry> entries;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string range, perms, offset, dev, inode, path;
+    if (!(words >> range >> perms >> offset >> dev >> inode)) continue;
+    std::getline(words >> std::ws, path);
+    size_t dash = range.find('-');
+    if (dash == std::string::npos || path.empty() || path[0] != '/') continue;
+    entries.push_back({std::stoull(range.substr(0, dash), nullptr, 16),
+                       std::stoull(range.substr(dash + 1), nullptr, 16),
+                       std::stoull(offset, nullptr, 16), path});
+  }
+  return entries;
 }
 
 }  // namespace
@@ -228,6 +272,10 @@ int main(int argc, char** argv) {
       o.inlines = true;
     } else if (a == "--debug-root" && i + 1 < argc) {
       o.debug_root = argv[++i];
+    } else if (a == "--pid" && i + 1 < argc) {
+      o.maps = std::string("/proc/") + argv[++i] + "/maps";
+    } else if (a == "--maps" && i + 1 < argc) {
+      o.maps = argv[++i];
     } else if (a == "-e" && i + 1 < argc) {
       o.file = argv[++i];
     } else if (a.size() > 1 && a[0] == '-' && a[1] != '-' && o.addr2line) {
@@ -263,6 +311,26 @@ int main(int argc, char** argv) {
       }
       PrintAddr2line(o, object, addr);
       std::fflush(stdout);
+      continue;
+    }
+    if (!o.maps.empty()) {
+      // An absolute address: its mapping's file, then the file offset's link-time address.
+      static const std::vector<MapEntry> maps = ReadMaps(o.maps);
+      uint64_t addr = 0;
+      const MapEntry* hit = nullptr;
+      if (ParseHex(input, &addr)) {
+        for (const MapEntry& m : maps) {
+          if (addr >= m.lo && addr < m.hi) hit = &m;
+        }
+      }
+      Object* object = hit != nullptr ? ObjectFor(hit->path, o.debug_root, &cache) : nullptr;
+      uint64_t link_address = 0;
+      if (object == nullptr || !object->has_file ||
+          !object->file.FileOffsetToAddress(addr - hit->lo + hit->offset, &link_address)) {
+        std::printf("%s: ?? (not in a mapped file)\n", input.c_str());
+        continue;
+      }
+      PrintModuleOffset(o, input, object, link_address, hit->path);
       continue;
     }
     size_t plus = input.rfind('+');

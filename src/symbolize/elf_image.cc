@@ -242,6 +242,21 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
   return found;
 }
 
+bool ElfImage::FileOffsetToAddress(uint64_t offset, uint64_t* address) const {
+  if (base_ == nullptr) return false;
+  ElfW(Ehdr) eh;
+  if (!Get(base_, size_, 0, &eh)) return false;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    ElfW(Phdr) ph;
+    if (!Get(base_, size_, eh.e_phoff + static_cast<uint64_t>(i) * sizeof(ph), &ph)) return false;
+    if (ph.p_type == PT_LOAD && offset >= ph.p_offset && offset - ph.p_offset < ph.p_memsz) {
+      *address = ph.p_vaddr + (offset - ph.p_offset);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ElfImage::SectionContains(uint32_t index, uint64_t addr) const {
   if (index == SHN_UNDEF || index >= section_count_) return false;
   ElfW(Shdr) sh;

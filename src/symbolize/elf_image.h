@@ -51,6 +51,10 @@ class ElfImage {
   bool has_debug_info() const { return has_debug_info_; }
   uint16_t type() const { return type_; }  // ET_EXEC, ET_DYN, ...
 
+  // The link-time address of file offset `offset`, through the PT_LOAD segment holding it (how
+  // an address in a process's maps becomes one this file's tables know). Signal-safe.
+  bool FileOffsetToAddress(uint64_t offset, uint64_t* address) const;
+
  private:
   struct Table {
     uint64_t symbols = 0;  // file offsets
