@@ -13,6 +13,9 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
@@ -164,4 +167,50 @@ BENCHMARK(BM_LlvmUnwindBacktrace) DEPTHS;
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// Prints, after the usual table, every stackwalk row's cost per frame as a ratio to every peer's
+// at the same depth, all from this one run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      auto it = run.counters.find("per_frame");
+      if (it == run.counters.end() || run.error_occurred) continue;
+      std::string name = run.benchmark_name();
+      size_t slash = name.find('/');
+      rows_[name.substr(slash + 1)][name.substr(3, slash - 3)] = it->second.value * 1e9;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void PrintRatios() const {
+    static const char* const kPeers[] = {"NongnuUnwBacktrace", "LibgccUnwindBacktrace",
+                                         "GlibcBacktrace", "LlvmUnwindBacktrace", "StackwalkFp"};
+    std::printf("\nns per frame, and as a ratio to each peer at the same depth (same run):\n");
+    for (const auto& [depth, by_name] : rows_) {
+      std::printf("depth %s:\n", depth.c_str());
+      for (const auto& [name, ns] : by_name) {
+        if (name.rfind("Stackwalk", 0) != 0) continue;
+        std::printf("  %-24s %8.2f ns/frame", name.c_str(), ns);
+        for (const char* peer : kPeers) {
+          auto p = by_name.find(peer);
+          if (p == by_name.end() || p->first == name) continue;
+          std::printf("  %.3gx %s", ns / p->second, peer);
+        }
+        std::printf("\n");
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, double>> rows_;  // depth -> benchmark -> ns/frame
+};
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.PrintRatios();
+  benchmark::Shutdown();
+  return 0;
+}
