@@ -4,8 +4,8 @@
 //
 // Peers whose symbols clash are loaded with dlopen(RTLD_LOCAL): nongnu libunwind
 // (libunwind.so.8, unw_backtrace with its per-thread cache) and LLVM libunwind
-// (libunwind.so.1, _Unwind_Backtrace). libgcc's _Unwind_Backtrace and glibc's backtrace() are
-// linked as usual.
+// (libunwind.so.1, _Unwind_Backtrace). libgcc's _Unwind_Backtrace, glibc's backtrace() and
+// abseil's GetStackTrace are linked as usual.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/debugging/stacktrace.h"
 #include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
 
@@ -141,6 +142,11 @@ void BM_NongnuUnwBacktrace(benchmark::State& state) {
   }
   Run(state, [&](void** pcs, int max) { return peers.nongnu_backtrace(pcs, max); });
 }
+// abseil's frame-pointer walk with its sanity checks (no CFI: it stops in code without frame
+// pointers; this stack has them).
+void BM_AbseilGetStackTrace(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) { return absl::GetStackTrace(pcs, max, 0); });
+}
 void BM_LlvmUnwindBacktrace(benchmark::State& state) {
   const Peers& peers = LoadPeers();
   if (peers.llvm_backtrace == nullptr || peers.llvm_get_ip == nullptr) {
@@ -164,6 +170,7 @@ BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
 BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;
 BENCHMARK(BM_GlibcBacktrace) DEPTHS;
 BENCHMARK(BM_LlvmUnwindBacktrace) DEPTHS;
+BENCHMARK(BM_AbseilGetStackTrace) DEPTHS;
 
 }  // namespace
 
@@ -184,7 +191,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
   void PrintRatios() const {
     static const char* const kPeers[] = {"NongnuUnwBacktrace", "LibgccUnwindBacktrace",
-                                         "GlibcBacktrace", "LlvmUnwindBacktrace", "StackwalkFp"};
+                                         "GlibcBacktrace", "LlvmUnwindBacktrace",
+                                         "AbseilGetStackTrace", "StackwalkFp"};
     std::printf("\nns per frame, and as a ratio to each peer at the same depth (same run):\n");
     for (const auto& [depth, by_name] : rows_) {
       std::printf("depth %s:\n", depth.c_str());
