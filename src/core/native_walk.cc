@@ -167,21 +167,30 @@ void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState
   if (region >= 0 && regs.Has(NativeArch::kFp)) {
     const uint64_t hi = memory.region(region).hi;
     uint64_t pc = regs.pc(), sp = regs.sp(), fp = regs.fp();
+    bool moved = false;
     while (!out.full()) {
-      if (fp < sp || fp - sp > kMaxFrameSize || (fp & 7) != 0 || fp > hi - 16) break;
+      // fp - sp wraps around when fp < sp: one compare covers both bounds.
+      if (fp - sp > kMaxFrameSize || (fp & 7) != 0 || fp > hi - 16) break;
       const uint64_t* record = reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(fp));
       uint64_t ra = NativeArch::ReportedPc(record[1]);
       if (ra == 0) break;
-      out.Emit(ra);
+      if (out.skip > 0) {
+        --out.skip;
+      } else {
+        out.pcs[out.n++] = reinterpret_cast<void*>(static_cast<uintptr_t>(ra));
+      }
       pc = ra;
       sp = fp + 16;
       fp = record[0];
-      state.pc_is_exact = false;
+      moved = true;
     }
-    regs.ForgetAll();
-    regs.set_pc(pc);
-    regs.set_sp(sp);
-    regs.set_fp(fp);
+    if (moved) {
+      state.pc_is_exact = false;
+      regs.ForgetAll();
+      regs.set_pc(pc);
+      regs.set_sp(sp);
+      regs.set_fp(fp);
+    }
   }
   StepLoop(STACKWALK_FP, regs, memory, env, state, out);
 }
