@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
-build="$root/build/bench"
+build="$root/build/bench-release"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTACKWALK_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j2 --target unwind_benchmark >/dev/null
 echo "commit:   $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -27,12 +27,14 @@
 
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
+#include "symbolize/object_file.h"
 
 namespace {
 
 using stackwalk::internal::DwarfFrame;
 using stackwalk::internal::DwarfModule;
 using stackwalk::internal::ElfImage;
+using stackwalk::internal::JsonString;
 using stackwalk::internal::SymbolHit;
 
 struct Options {
@@ -65,13 +67,8 @@ bool ParseHex(const std::string& text, uint64_t* out) {
   return *end == '\0';
 }
 
-// One object's DWARF and symbol table, opened once.
-struct Object {
-  std::unique_ptr<DwarfModule> dwarf;
-  ElfImage symbols;  // from the debug file where there is one
-  bool has_symbols = false;
-  ElfImage file;     // the object itself: its segments map file offsets to addresses
-  bool has_file = false;
+// One object, opened once, with what the addr2line mode remembers of it.
+struct Object : stackwalk::internal::ObjectFile {
   // binutils names a function without a DWARF linkage name by the symbol table the first time
   // it is the innermost function of a lookup, and by its DWARF name afterwards, unless the
   // symbol started where the function does: then that symbol name sticks, for inlined calls'
@@ -85,15 +82,7 @@ Object* ObjectFor(const std::string& path, const std::string& debug_root,
   auto it = cache->find(path);
   if (it != cache->end()) return it->second.get();
   auto object = std::make_unique<Object>();
-  auto dwarf = DwarfModule::Open(path, debug_root);
-  if (dwarf.ok()) object->dwarf = std::move(*dwarf);
-  // A separate debug file keeps the full symbol table (source-file entries included), which a
-  // stripped object may have lost.
-  object->has_symbols =
-      (object->dwarf && object->dwarf->debug_path() != path &&
-       object->symbols.Open(object->dwarf->debug_path().c_str())) ||
-      object->symbols.Open(path.c_str());
-  object->has_file = object->file.Open(path.c_str());
+  object->Load(path, debug_root);
   Object* raw = object.get();
   cache->emplace(path, std::move(object));
   return raw;
@@ -169,23 +158,6 @@ void PrintAddr2line(const Options& o, Object* object, uint64_t addr) {
       std::printf("%s:%d\n", f.file.c_str(), f.line);
     }
   }
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 void PrintModuleOffset(const Options& o, const std::string& input, Object* object, uint64_t offset,

@@ -15,13 +15,13 @@
 #include "core/module_map.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
+#include "symbolize/object_file.h"
 
 namespace stackwalk {
 namespace {
 
 using internal::DwarfFrame;
-using internal::DwarfModule;
-using internal::ElfImage;
+using internal::JsonString;
 using internal::SymbolHit;
 
 std::string Demangle(const char* name) {
@@ -45,12 +45,7 @@ std::string ExecutablePath() {
 
 }  // namespace
 
-// One ELF object's DWARF and symbol table, opened on first use.
-struct Object {
-  std::unique_ptr<DwarfModule> dwarf;
-  ElfImage symbols;
-  bool has_symbols = false;
-};
+using Object = internal::ObjectFile;
 
 struct Symbolizer::Impl {
   std::mutex mutex;
@@ -58,17 +53,12 @@ struct Symbolizer::Impl {
 
   Object* ObjectFor(const std::string& path) {
     auto it = objects.find(path);
-    if (it != objects.end()) return it->second.get();
-    auto object = std::make_unique<Object>();
-    auto dwarf = DwarfModule::Open(path);
-    if (dwarf.ok()) object->dwarf = std::move(*dwarf);
-    object->has_symbols =
-        (object->dwarf && object->dwarf->debug_path() != path &&
-         object->symbols.Open(object->dwarf->debug_path().c_str())) ||
-        object->symbols.Open(path.c_str());
-    Object* raw = object.get();
-    objects.emplace(path, std::move(object));
-    return raw;
+    if (it == objects.end()) {
+      auto object = std::make_unique<Object>();
+      object->Load(path);
+      it = objects.emplace(path, std::move(object)).first;
+    }
+    return it->second.get();
   }
 
   // Frames at a link-time address: DWARF, with the symbol table's name where DWARF has none.
@@ -177,23 +167,6 @@ std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) {
   return out;
 }
 
-namespace {
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
-
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) {
   std::string out = "[";
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -201,8 +174,8 @@ std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) {
     absl::StrAppendFormat(&out,
                           "%s{\"index\":%d,\"pc\":\"0x%x\",\"function\":%s,\"file\":%s,\"line\":%d,"
                           "\"column\":%d,\"inlined\":%s,\"module\":%s,\"module_offset\":\"0x%x\"}",
-                          i ? "," : "", f.index, f.pc, Json(f.function), Json(f.file), f.line,
-                          f.column, f.inlined ? "true" : "false", Json(f.module), f.module_offset);
+                          i ? "," : "", f.index, f.pc, JsonString(f.function), JsonString(f.file), f.line,
+                          f.column, f.inlined ? "true" : "false", JsonString(f.module), f.module_offset);
   }
   return out + "]";
 }
