@@ -39,9 +39,13 @@ using stackwalk::internal::MatchesSoFar;
 using stackwalk::internal::ReplayedSoFar;
 using stackwalk::internal::Trace;
 
+// The method under test: the CFI walk and the frame-pointer walk both keep the log (this file
+// is built with frame pointers for the latter).
+static stackwalk_method g_method = STACKWALK_EHFRAME;
+
 extern "C" {
 __attribute__((noinline)) void log_leaf(Trace* t) {
-  t->n = stackwalk_backtrace(t->pcs, 64, STACKWALK_EHFRAME);
+  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
   __asm__ volatile("" ::: "memory");
 }
 // Two callers with identical frames: log_leaf's frame gets the same (pc, sp) under both.
@@ -94,7 +98,12 @@ static void ExpectSame(const Trace* cached, const Trace* reference, int n) {
   }
 }
 
-TEST(FrameLog, RepeatedCapturesReplayAndStayExact) {
+class FrameLog : public ::testing::TestWithParam<stackwalk_method> {
+ protected:
+  void SetUp() override { g_method = GetParam(); }
+};
+
+TEST_P(FrameLog, RepeatedCapturesReplayAndStayExact) {
   void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_a};
   Trace cached[4], reference[4];
   uint64_t replayed = 0;
@@ -103,7 +112,7 @@ TEST(FrameLog, RepeatedCapturesReplayAndStayExact) {
   ExpectSame(cached, reference, 4);
 }
 
-TEST(FrameLog, ChangedReturnAddressSlotIsCaught) {
+TEST_P(FrameLog, ChangedReturnAddressSlotIsCaught) {
   // log_leaf's frame has the same (pc, sp) under both callers; only the slot holding its return
   // address tells them apart.
   void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_b, log_via_a};
@@ -117,19 +126,26 @@ TEST(FrameLog, ChangedReturnAddressSlotIsCaught) {
   EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
 }
 
-TEST(FrameLog, SkipAndMaxWithALoggedStack) {
+// Skip and truncation through a replay (shared by both methods; the CFI walk reaches deep
+// enough here for the skipped frames to lie in the logged part).
+TEST(FrameLogCfi, SkipAndMaxWithALoggedStack) {
+  g_method = STACKWALK_EHFRAME;
   Trace warm;
   for (int i = 0; i < 3; ++i) log_via_a(&warm);
   ASSERT_GT(warm.n, 4);
   // Captures from the same depth as log_leaf's: skip and truncation through the replay.
   void* some[3];
   int n = 0;
-  for (int i = 0; i < 3; ++i) n = stackwalk::Capture(some, 3, stackwalk::Method::kEhFrame, 1);
+  const auto method = stackwalk::Method::kEhFrame;
+  for (int i = 0; i < 3; ++i) n = stackwalk::Capture(some, 3, method, 1);
   ASSERT_EQ(n, 3);
   void* all[64];
-  int n_all = stackwalk::Capture(all, 64, stackwalk::Method::kEhFrame, 0);
+  int n_all = stackwalk::Capture(all, 64, method, 0);
   ASSERT_GT(n_all, 4);
   EXPECT_EQ(some[0], all[1]);
   EXPECT_EQ(some[1], all[2]);
   EXPECT_EQ(some[2], all[3]);
 }
+
+INSTANTIATE_TEST_SUITE_P(Methods, FrameLog, ::testing::Values(STACKWALK_EHFRAME, STACKWALK_FP),
+                         [](const auto& info) { return info.param == STACKWALK_FP ? "Fp" : "EhFrame"; });

@@ -44,6 +44,10 @@ class FrameLog {
     kFpMatters = 32,  // the replay from this frame depends on the fp it starts with
   };
 
+  // What a log is valid for: the module map generation (rules may change with it) and the
+  // method (a frame-pointer walk must not replay frames CFI found, nor the reverse).
+  static uint64_t Tag(uint64_t generation, int method) { return generation * 8 + 1 + method; }
+
   // ---- recording the walk in progress ----
   void BeginWalk(uint64_t generation) {
     walk_generation_ = generation;

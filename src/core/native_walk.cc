@@ -161,38 +161,114 @@ StepResult ExidxLoop(int method, NativeRegs& regs, StackMemory& memory, const St
 
 // Frame records walked in a tight loop while they stay in the region holding sp; anything
 // else (a region switch, damage, the end) goes to the validated step.
+StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, WalkState& state,
+                  Emitter& out);
+
+// Frame records walked in a tight loop while they stay in the region holding sp, logged in the
+// thread's FrameLog (as the CFI walk's are) so that the next walk from the same frames replays
+// them; anything else (a region switch, damage) goes to the validated step.
 void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState& state,
             Emitter& out) {
   int region = memory.RegionOf(regs.sp());
-  if (region >= 0 && regs.Has(NativeArch::kFp)) {
-    const uint64_t hi = memory.region(region).hi;
-    uint64_t pc = regs.pc(), sp = regs.sp(), fp = regs.fp();
-    bool moved = false;
-    while (!out.full()) {
-      // fp - sp wraps around when fp < sp: one compare covers both bounds.
-      if (fp - sp > kMaxFrameSize || (fp & 7) != 0 || fp > hi - 16) break;
-      const uint64_t* record = reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(fp));
-      uint64_t ra = NativeArch::ReportedPc(record[1]);
-      if (ra == 0) break;
-      if (out.skip > 0) {
-        --out.skip;
-      } else {
-        out.pcs[out.n++] = reinterpret_cast<void*>(static_cast<uintptr_t>(ra));
-      }
-      pc = ra;
-      sp = fp + 16;
-      fp = record[0];
-      moved = true;
-    }
-    if (moved) {
-      state.pc_is_exact = false;
-      regs.ForgetAll();
-      regs.set_pc(pc);
-      regs.set_sp(sp);
-      regs.set_fp(fp);
-    }
+  if (region < 0 || !regs.Has(NativeArch::kFp)) {
+    StepLoop(STACKWALK_FP, regs, memory, env, state, out);
+    return;
   }
+  RuleCache* cache = RuleCache::Acquire();
+  FrameLog* log = cache != nullptr ? &cache->log() : nullptr;
+  const uint64_t lo = memory.region(region).lo, hi = memory.region(region).hi;
+  if (log != nullptr) {
+    log->BeginWalk(FrameLog::Tag(ModuleMap::Global().rebuild_count(), STACKWALK_FP));
+    log->set_walk_region(lo, hi);
+  }
+  uint64_t pc = regs.pc(), sp = regs.sp(), fp = regs.fp();
+  bool exact = state.pc_is_exact;
+  bool moved = false;
+  bool ended = false;  // the chain ends here by itself (zero or invalid frame pointer)
+  while (!out.full()) {
+    if (!exact && log != nullptr) {
+      int j = log->Match(pc, sp, fp, true);
+      if (j >= 0) {
+        regs.ForgetAll();
+        regs.set_pc(pc);
+        regs.set_sp(sp);
+        regs.set_fp(fp);
+        state.pc_is_exact = false;
+        StepResult r = Replay(*log, j, regs, memory, state, out);
+        if (r != StepResult::kNoRule) {
+          cache->Release();
+          return;
+        }
+        log->Break();  // resumed from a changed slot: this walk's record has a hole
+        pc = regs.pc();
+        sp = regs.sp();
+        fp = regs.fp();
+        continue;
+      }
+    }
+    FrameLog::Frame logged{pc, sp, fp, 0, 0, 0, 0,
+                           FrameLog::kHasFp | (exact ? FrameLog::kExact : 0u), 0};
+    // fp - sp wraps around when fp < sp: one compare covers both bounds.
+    if (fp - sp > kMaxFrameSize || (fp & 7) != 0 || fp < lo || fp > hi - 16) {
+      // Decided by fp, sp and the region alone, all of which a replay checks.
+      ended = true;
+      if (log != nullptr) {
+        logged.flags |= FrameLog::kEndOfStack | FrameLog::kCfaFromFp;
+        log->Record(logged);
+      }
+      break;
+    }
+    const uint64_t* record = reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(fp));
+    const uint64_t raw_ra = record[1];
+    const uint64_t ra = NativeArch::ReportedPc(raw_ra);
+    logged.ra_addr = fp + 8;
+    logged.ra_val = raw_ra;
+    if (ra == 0) {
+      ended = true;
+      if (log != nullptr) {
+        // Rests on the zero in that slot, at an address fp gave.
+        logged.flags |= FrameLog::kEndOfStack | FrameLog::kCfaFromFp;
+        logged.fp_addr = logged.ra_addr;
+        logged.fp_val = logged.ra_val;
+        log->Record(logged);
+      }
+      break;
+    }
+    logged.fp_addr = fp;
+    logged.fp_val = record[0];
+    logged.flags |= FrameLog::kCfaFromFp | FrameLog::kRestoresFp;
+    logged.fp_slot_offset = -8;
+    if (log != nullptr) log->Record(logged);
+    if (out.skip > 0) {
+      --out.skip;
+    } else {
+      out.pcs[out.n++] = reinterpret_cast<void*>(static_cast<uintptr_t>(ra));
+    }
+    pc = ra;
+    sp = fp + 16;
+    fp = record[0];
+    exact = false;
+    moved = true;
+  }
+  if (moved) {
+    state.pc_is_exact = false;
+    regs.ForgetAll();
+    regs.set_pc(pc);
+    regs.set_sp(sp);
+    regs.set_fp(fp);
+  }
+  const int before = out.n;
   StepLoop(STACKWALK_FP, regs, memory, env, state, out);
+  if (log != nullptr) {
+    // A whole walk that ended in the fast loop, with no other stack region the validated step
+    // could have moved to, is the log's next content.
+    if (ended && out.n == before && !out.full() && memory.region_count() == 1) {
+      log->CommitWalk();
+    } else {
+      log->Break();
+    }
+    cache->Release();
+  }
 }
 
 // Marks that CachedSteps stopped at a frame the thread's FrameLog knows.
@@ -315,7 +391,9 @@ StepResult CachedSteps(const RuleCache& cache, FrameLog* log, uint64_t generatio
 StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, WalkState& state,
                   Emitter& out) {
   const int region = memory.RegionOf(regs.sp());
-  if (region < 0 || memory.region(region).lo != log.region_lo() ||
+  // One region, the log's: a second one (a sigaltstack) could take a walk where the log's did
+  // not go.
+  if (region < 0 || memory.region_count() != 1 || memory.region(region).lo != log.region_lo() ||
       memory.region(region).hi != log.region_hi()) {
     log.Invalidate();  // another stack than the log's: never read its slots
     return StepResult::kNoRule;
@@ -349,8 +427,12 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
   out.n = out.max - room;
   log.AddReplayed(k - j);
   if (k == kLast) {
-    log.CommitPrefix(j);
-    return StepResult::kEndOfStack;
+    // A frame-pointer walk's end may rest on a slot (a zero return address): still there?
+    if (log.frame(kLast).ra_addr == 0 || unchanged(kLast)) {
+      log.CommitPrefix(j);
+      return StepResult::kEndOfStack;
+    }
+    result = StepResult::kNoRule;
   }
   // The frame the walk stands at now, with its true fp: the logged one may differ where fp did
   // not matter, so follow the restores from the match on.
@@ -381,7 +463,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
                    WalkState& state, Emitter& out, RuleCache* cache, bool* used_compact) {
   const uint64_t generation = ModuleMap::Global().rebuild_count();
   FrameLog* log = cache != nullptr ? &cache->log() : nullptr;
-  if (log != nullptr) log->BeginWalk(generation);
+  if (log != nullptr) log->BeginWalk(FrameLog::Tag(generation, method));
   for (int steps = 0; !out.full() && steps < kMaxSteps; ++steps) {
     if (cache != nullptr) {
       int match = -1;
