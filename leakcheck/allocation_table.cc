@@ -1,0 +1,96 @@
+#include "leakcheck/allocation_table.h"
+
+#include <sys/mman.h>
+
+namespace stackwalk::leakcheck {
+
+bool AllocationTable::Grow(Shard& shard) {
+  uint64_t capacity = shard.capacity == 0 ? 1024 : shard.capacity * 2;
+  void* mem = mmap(nullptr, capacity * sizeof(Allocation), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  auto* slots = static_cast<Allocation*>(mem);  // zeroed: every slot empty
+  uint64_t used = 0;
+  for (uint64_t i = 0; i < shard.capacity; ++i) {
+    const Allocation& a = shard.slots[i];
+    if (a.address <= 1) continue;
+    uint64_t j = Hash(a.address) & (capacity - 1);
+    while (slots[j].address != 0) j = (j + 1) & (capacity - 1);
+    slots[j] = a;
+    ++used;
+  }
+  if (shard.slots != nullptr) {
+    munmap(shard.slots, shard.capacity * sizeof(Allocation));
+    table_bytes_.fetch_sub(shard.capacity * sizeof(Allocation), std::memory_order_relaxed);
+  }
+  shard.slots = slots;
+  shard.capacity = capacity;
+  shard.used = used;
+  table_bytes_.fetch_add(capacity * sizeof(Allocation), std::memory_order_relaxed);
+  return true;
+}
+
+bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread) {
+  const uint64_t hash = Hash(address);
+  Shard& shard = shards_[hash % kShards];
+  const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+  SpinLockHolder hold(shard.lock);
+  // Keep at most half the slots used (live or deleted): probes stay short.
+  if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) return false;
+  uint64_t mask = shard.capacity - 1;
+  uint64_t i = (hash / kShards) & mask;
+  uint64_t reuse = UINT64_MAX;
+  for (;; i = (i + 1) & mask) {
+    Allocation& a = shard.slots[i];
+    if (a.address == address) {  // a block we missed the free of: replace it
+      live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
+      live_count_.fetch_sub(1, std::memory_order_relaxed);
+      reuse = i;
+      break;
+    }
+    if (a.address == 1 && reuse == UINT64_MAX) reuse = i;
+    if (a.address == 0) {
+      if (reuse == UINT64_MAX) {
+        reuse = i;
+        ++shard.used;
+      }
+      break;
+    }
+  }
+  shard.slots[reuse] = Allocation{address, size, sequence, stack_id, thread};
+  live_count_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t live = live_bytes_.fetch_add(size, std::memory_order_relaxed) + size;
+  uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+  return true;
+}
+
+bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
+  const uint64_t hash = Hash(address);
+  Shard& shard = shards_[hash % kShards];
+  SpinLockHolder hold(shard.lock);
+  if (shard.capacity == 0) return false;
+  uint64_t mask = shard.capacity - 1;
+  for (uint64_t i = (hash / kShards) & mask;; i = (i + 1) & mask) {
+    Allocation& a = shard.slots[i];
+    if (a.address == 0) return false;
+    if (a.address == address) {
+      if (removed != nullptr) *removed = a;
+      live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
+      live_count_.fetch_sub(1, std::memory_order_relaxed);
+      a.address = 1;  // deleted: probes go on past it
+      return true;
+    }
+  }
+}
+
+void AllocationTable::LockAll() {
+  for (Shard& s : shards_) s.lock.Lock();
+}
+
+void AllocationTable::UnlockAll() {
+  for (Shard& s : shards_) s.lock.Unlock();
+}
+
+}  // namespace stackwalk::leakcheck

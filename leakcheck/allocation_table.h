@@ -1,0 +1,80 @@
+// AllocationTable: the live allocations, address -> {size, stack id, thread, sequence number}.
+// Sharded by address with a spin lock per shard, so threads allocating at once rarely meet;
+// each shard is an open-addressing hash table in mmap'ed memory that doubles as it fills.
+// Walkable while holding every shard lock (the report, and the reachability scan to come).
+#ifndef STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
+#define STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "leakcheck/spin_lock.h"
+
+namespace stackwalk::leakcheck {
+
+struct Allocation {
+  uintptr_t address;   // 0: empty slot; 1: deleted slot
+  uint64_t size;
+  uint64_t sequence;   // allocation order, process-wide
+  uint32_t stack_id;
+  int32_t thread;      // kernel thread id
+};
+static_assert(sizeof(Allocation) == 32, "keep slots small");
+
+class AllocationTable {
+ public:
+  static constexpr int kShards = 128;
+
+  // Records a live allocation. Returns false if out of memory (the allocation goes untracked).
+  bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread);
+  // Forgets an allocation; returns false if it was not tracked (allocated before the checker
+  // started, or by another allocator).
+  bool Remove(uintptr_t address, Allocation* removed = nullptr);
+
+  // Calls fn(const Allocation&) for every live allocation. Takes every shard lock.
+  template <class Fn>
+  void ForEach(Fn&& fn) {
+    for (Shard& shard : shards_) {
+      SpinLockHolder hold(shard.lock);
+      for (uint64_t i = 0; i < shard.capacity; ++i) {
+        if (shard.slots[i].address > 1) fn(shard.slots[i]);
+      }
+    }
+  }
+
+  uint64_t live_count() const { return live_count_.load(std::memory_order_relaxed); }
+  uint64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
+  uint64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
+  size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
+
+  void LockAll();    // around fork()
+  void UnlockAll();
+
+ private:
+  struct Shard {
+    SpinLock lock;
+    Allocation* slots = nullptr;
+    uint64_t capacity = 0;  // a power of two
+    uint64_t used = 0;      // live + deleted slots
+  };
+  bool Grow(Shard& shard);
+  static uint64_t Hash(uintptr_t address) {
+    uint64_t h = address >> 4;  // allocations are at least 16-byte aligned
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+  }
+
+  Shard shards_[kShards];
+  std::atomic<uint64_t> sequence_{0};
+  std::atomic<uint64_t> live_count_{0};
+  std::atomic<uint64_t> live_bytes_{0};
+  std::atomic<uint64_t> peak_bytes_{0};
+  std::atomic<size_t> table_bytes_{0};
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_

@@ -1,0 +1,38 @@
+// SpinLock: a lock for the leak checker's shards, which must not allocate (pthread mutexes do
+// not either, but a spin lock keeps the hot path to one atomic exchange when uncontended).
+#ifndef STACKWALK_LEAKCHECK_SPIN_LOCK_H_
+#define STACKWALK_LEAKCHECK_SPIN_LOCK_H_
+
+#include <sched.h>
+
+#include <atomic>
+
+namespace stackwalk::leakcheck {
+
+class SpinLock {
+ public:
+  void Lock() {
+    while (flag_.exchange(true, std::memory_order_acquire)) {
+      while (flag_.load(std::memory_order_relaxed)) sched_yield();
+    }
+  }
+  void Unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+class SpinLockHolder {
+ public:
+  explicit SpinLockHolder(SpinLock& lock) : lock_(lock) { lock_.Lock(); }
+  ~SpinLockHolder() { lock_.Unlock(); }
+  SpinLockHolder(const SpinLockHolder&) = delete;
+  SpinLockHolder& operator=(const SpinLockHolder&) = delete;
+
+ private:
+  SpinLock& lock_;
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_SPIN_LOCK_H_

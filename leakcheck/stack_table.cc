@@ -1,0 +1,104 @@
+#include "leakcheck/stack_table.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+namespace stackwalk::leakcheck {
+namespace {
+
+uint64_t Hash(void* const* pcs, int n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ static_cast<uint64_t>(n);
+  for (int i = 0; i < n; ++i) {
+    h ^= reinterpret_cast<uintptr_t>(pcs[i]);
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+void* MapZeroed(size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+void* StackTable::Allocate(size_t size) {
+  size = (size + 15) & ~size_t{15};
+  if (size > arena_left_) {
+    size_t chunk = size > (size_t{1} << 20) ? size : (size_t{1} << 20);
+    char* mem = static_cast<char*>(MapZeroed(chunk));
+    if (mem == nullptr) return nullptr;
+    arena_ = mem;
+    arena_left_ = chunk;
+    bytes_.fetch_add(chunk, std::memory_order_relaxed);
+  }
+  void* out = arena_;
+  arena_ += size;
+  arena_left_ -= size;
+  return out;
+}
+
+uint32_t StackTable::Intern(void* const* pcs, int n) {
+  if (n > kMaxFrames) n = kMaxFrames;
+  if (n < 0) n = 0;
+  const uint64_t hash = Hash(pcs, n);
+  Shard& shard = shards_[hash % kShards];
+  SpinLockHolder hold(shard.lock);
+  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
+  for (Stack* s = *bucket; s != nullptr; s = s->next) {
+    if (s->hash == hash && s->n == n && std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0) {
+      return s->id;
+    }
+  }
+  Stack* s;
+  {
+    SpinLockHolder arena(arena_lock_);
+    s = static_cast<Stack*>(Allocate(sizeof(Stack) + sizeof(void*) * n));
+  }
+  if (s == nullptr) return kNoStack;
+  s->hash = hash;
+  s->n = n;
+  std::memcpy(s->pcs, pcs, sizeof(void*) * n);
+  uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
+  if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
+  std::atomic<Stack**>& chunk = ids_[id / kIdChunk];
+  Stack** slots = chunk.load(std::memory_order_acquire);
+  if (slots == nullptr) {
+    Stack** fresh = static_cast<Stack**>(MapZeroed(sizeof(Stack*) * kIdChunk));
+    if (fresh == nullptr) return kNoStack;
+    if (chunk.compare_exchange_strong(slots, fresh, std::memory_order_acq_rel)) {
+      slots = fresh;
+      bytes_.fetch_add(sizeof(Stack*) * kIdChunk, std::memory_order_relaxed);
+    } else {
+      munmap(fresh, sizeof(Stack*) * kIdChunk);
+    }
+  }
+  s->id = id;
+  __atomic_store_n(&slots[id % kIdChunk], s, __ATOMIC_RELEASE);
+  s->next = *bucket;
+  *bucket = s;
+  return id;
+}
+
+int StackTable::Frames(uint32_t id, void* const** pcs) const {
+  if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return 0;
+  Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
+  Stack* s = slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
+  if (s == nullptr) return 0;
+  *pcs = s->pcs;
+  return s->n;
+}
+
+void StackTable::LockAll() {
+  for (Shard& s : shards_) s.lock.Lock();
+  arena_lock_.Lock();
+}
+
+void StackTable::UnlockAll() {
+  arena_lock_.Unlock();
+  for (Shard& s : shards_) s.lock.Unlock();
+}
+
+}  // namespace stackwalk::leakcheck

@@ -1,0 +1,62 @@
+// StackTable: allocation stacks, hash-consed: each distinct stack is stored once and named by a
+// small id, so a live allocation costs an id, not its frames. Memory comes from mmap, never
+// from the malloc being tracked. Thread-safe: sharded by hash, one spin lock per shard.
+#ifndef STACKWALK_LEAKCHECK_STACK_TABLE_H_
+#define STACKWALK_LEAKCHECK_STACK_TABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "leakcheck/spin_lock.h"
+
+namespace stackwalk::leakcheck {
+
+class StackTable {
+ public:
+  static constexpr int kMaxFrames = 64;
+  static constexpr uint32_t kNoStack = 0;
+
+  // The id of this stack (1, 2, ...), adding it if new; kNoStack if out of memory.
+  uint32_t Intern(void* const* pcs, int n);
+
+  // The frames of a stack id (valid for the process's life). Returns the count.
+  int Frames(uint32_t id, void* const** pcs) const;
+
+  uint32_t size() const { return next_id_.load(std::memory_order_acquire) - 1; }
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+  void LockAll();    // around fork()
+  void UnlockAll();
+
+ private:
+  struct Stack {
+    uint64_t hash;
+    Stack* next;     // in its hash bucket
+    uint32_t id;
+    int n;
+    void* pcs[];     // n entries
+  };
+  static constexpr int kShards = 64;
+  static constexpr int kBuckets = 4096;  // per shard
+  static constexpr int kIdChunk = 4096;
+  static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
+
+  void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
+
+  struct Shard {
+    SpinLock lock;
+    Stack* buckets[kBuckets];
+  };
+  Shard shards_[kShards] = {};
+  std::atomic<Stack**> ids_[kIdChunks] = {};  // id -> stack, in chunks
+  std::atomic<uint32_t> next_id_{1};
+  SpinLock arena_lock_;
+  char* arena_ = nullptr;
+  size_t arena_left_ = 0;
+  std::atomic<size_t> bytes_{0};
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_STACK_TABLE_H_

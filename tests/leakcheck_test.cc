@@ -1,0 +1,117 @@
+// stackwalk-leakcheck on a fixture whose leaks are known by construction (tests/fixtures/
+// leaky.cc): exact bytes and counts per allocating site, names and file:line in the stacks, the
+// other thread's allocation, nothing for a program that frees everything, and the exit status.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct LaunchResult {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string report;
+};
+
+// Runs the launcher with `args`, the report going to a file of its own.
+LaunchResult Leakcheck(const std::string& args) {
+  static int serial = 0;
+  std::string report = ::testing::TempDir() + "leaks." + std::to_string(getpid()) + "." +
+                       std::to_string(serial++) + ".txt";
+  std::remove(report.c_str());
+  std::string command = std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " + args +
+                        " >/dev/null 2>&1";
+  int raw = std::system(command.c_str());
+  LaunchResult run;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  run.report = text.str();
+  return run;
+}
+
+// The block of the report for the leak "Leak of <what> ...", up to the next blank line.
+std::string LeakBlock(const std::string& report, const std::string& what) {
+  size_t start = report.find("Leak of " + what + " ");
+  if (start == std::string::npos) return "";
+  size_t end = report.find("\n\n", start);
+  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+const std::string kFixture = LEAKY_FIXTURE;
+
+TEST(Leakcheck, ReportsEachLeakingSiteWithExactBytesAndStack) {
+  LaunchResult run = Leakcheck(kFixture);
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 4460 bytes leaked in 5 allocations."),
+            std::string::npos) << run.report;
+
+  std::string mallocs = LeakBlock(run.report, "300 bytes in 3 allocations");
+  ASSERT_FALSE(mallocs.empty()) << run.report;
+  EXPECT_NE(mallocs.find("in fixture::LeakMallocs() at "), std::string::npos) << mallocs;
+  EXPECT_NE(mallocs.find("leaky.cc:21"), std::string::npos) << mallocs;
+  EXPECT_NE(mallocs.find(" in main at "), std::string::npos) << mallocs;
+  // The hooks' own frames are not shown: the first frame is the program's.
+  EXPECT_NE(mallocs.find("allocated at:\n    #0 0x"), std::string::npos);
+  EXPECT_EQ(mallocs.find("libstackwalk_leakcheck"), std::string::npos) << mallocs;
+  EXPECT_EQ(mallocs.find("leakcheck::"), std::string::npos) << mallocs;
+
+  std::string node = LeakBlock(run.report, "64 bytes in 1 allocation");
+  EXPECT_NE(node.find("in fixture::LeakNode() at "), std::string::npos) << run.report;
+
+  std::string thread = LeakBlock(run.report, "4096 bytes in 1 allocation");
+  EXPECT_NE(thread.find("in fixture::LeakOnThread(void*) at "), std::string::npos) << run.report;
+  EXPECT_EQ(thread.find(" in main at "), std::string::npos) << thread;
+
+  // Largest first, and the other thread's id differs from the main thread's.
+  EXPECT_LT(run.report.find("Leak of 4096"), run.report.find("Leak of 300"));
+  EXPECT_LT(run.report.find("Leak of 300"), run.report.find("Leak of 64"));
+  std::smatch main_tid, other_tid;
+  std::regex tid("from thread (\\d+)");
+  ASSERT_TRUE(std::regex_search(mallocs, main_tid, tid));
+  ASSERT_TRUE(std::regex_search(thread, other_tid, tid));
+  EXPECT_NE(main_tid[1].str(), other_tid[1].str());
+}
+
+TEST(Leakcheck, EveryAllocatorFormFreedMeansNoLeak) {
+  LaunchResult run = Leakcheck(kFixture + " clean");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations."),
+            std::string::npos) << run.report;
+  EXPECT_EQ(run.report.find("Leak of"), std::string::npos) << run.report;
+}
+
+TEST(Leakcheck, FramePointerMethodFindsTheSameLeaks) {
+  LaunchResult run = Leakcheck("--method fp " + kFixture);
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 4460 bytes leaked in 5 allocations."),
+            std::string::npos) << run.report;
+  EXPECT_NE(LeakBlock(run.report, "300 bytes in 3 allocations").find("fixture::LeakMallocs()"),
+            std::string::npos) << run.report;
+}
+
+TEST(Leakcheck, MinSizeLeavesOutSmallAllocations) {
+  LaunchResult run = Leakcheck("--min-size 128 " + kFixture);
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 4096 bytes leaked in 1 allocation."),
+            std::string::npos) << run.report;
+}
+
+TEST(Leakcheck, ExitStatusPassesThroughOrSignalsLeaks) {
+  EXPECT_EQ(Leakcheck(kFixture + " exit 4").status, 4);
+  EXPECT_EQ(Leakcheck("--exitcode 23 " + kFixture + " exit 4").status, 23);
+  EXPECT_EQ(Leakcheck("--exitcode 23 " + kFixture + " clean").status, 0);
+}
+
+TEST(Leakcheck, BadCommandLinesAreRefused) {
+  EXPECT_EQ(Leakcheck("--method magic " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("--min-size lots " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("").status, 2);
+  EXPECT_EQ(Leakcheck("/nonexistent/program").status, 127);
+}
+
+}  // namespace

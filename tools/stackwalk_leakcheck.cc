@@ -1,0 +1,113 @@
+// stackwalk-leakcheck: runs a program with the leak checker preloaded and, at its exit, reports
+// the allocations it never freed, grouped by allocating stack, with names and file:line.
+//
+//   stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N] [--max-frames N]
+//                       [--method auto|fp|ehframe] [--] PROGRAM [ARGS...]
+//
+// The program's exit status is passed through, unless --exitcode N is given and leaks are found.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#ifndef STACKWALK_INSTALL_LIBDIR
+#define STACKWALK_INSTALL_LIBDIR "lib"
+#endif
+
+namespace {
+
+constexpr char kLibraryName[] = "libstackwalk_leakcheck.so";
+
+int Usage(const char* complaint) {
+  if (complaint != nullptr) std::fprintf(stderr, "stackwalk-leakcheck: %s\n", complaint);
+  std::fprintf(stderr,
+               "usage: stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N]\n"
+               "                           [--max-frames N] [--method auto|fp|ehframe]\n"
+               "                           [--] PROGRAM [ARGS...]\n"
+               "Runs PROGRAM with %s preloaded; at its exit, prints every allocation it\n"
+               "never freed, grouped by allocating stack (to stderr, or FILE).\n"
+               "  --exitcode N    exit with N if leaks were found (default: PROGRAM's status)\n"
+               "  --min-size N    ignore allocations smaller than N bytes\n"
+               "  --max-frames N  frames kept per allocation, 1..64 (default 32)\n"
+               "  --method M      unwinder for allocation stacks (default auto)\n",
+               kLibraryName);
+  return 2;
+}
+
+// The preload library: beside this tool (the build tree) or in ../<libdir> (an install).
+std::string FindLibrary() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  self[n] = '\0';
+  std::string dir(self);
+  dir.erase(dir.rfind('/'));
+  for (const std::string& candidate :
+       {dir + "/" + kLibraryName, dir + "/../" STACKWALK_INSTALL_LIBDIR "/" + kLibraryName}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+bool IsNumber(const char* text) {
+  if (*text == '\0') return false;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string options;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      Usage(nullptr);
+      return 0;
+    }
+    if (arg.rfind("--", 0) != 0) break;
+    if (i + 1 >= argc) return Usage(("missing value for " + arg).c_str());
+    const char* value = argv[++i];
+    if (arg == "--output") {
+      if (std::strchr(value, ':') != nullptr) return Usage("--output: the path may not contain ':'");
+      options += std::string(":output=") + value;
+    } else if (arg == "--exitcode" || arg == "--min-size" || arg == "--max-frames") {
+      if (!IsNumber(value)) return Usage((arg + " needs a number").c_str());
+      std::string key = arg == "--exitcode" ? "exitcode" : arg == "--min-size" ? "min_size" : "max_frames";
+      options += ":" + key + "=" + value;
+    } else if (arg == "--method") {
+      if (std::strcmp(value, "auto") != 0 && std::strcmp(value, "fp") != 0 &&
+          std::strcmp(value, "ehframe") != 0) {
+        return Usage("--method: one of auto, fp, ehframe");
+      }
+      options += std::string(":method=") + value;
+    } else {
+      return Usage(("unknown option " + arg).c_str());
+    }
+  }
+  if (i >= argc) return Usage("no program given");
+
+  std::string library = FindLibrary();
+  if (library.empty()) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot find %s next to this tool\n", kLibraryName);
+    return 2;
+  }
+  const char* preload = std::getenv("LD_PRELOAD");
+  std::string preloads = library;
+  if (preload != nullptr && *preload != '\0') preloads += std::string(":") + preload;
+  setenv("LD_PRELOAD", preloads.c_str(), 1);
+  if (!options.empty()) setenv("STACKWALK_LEAKCHECK", options.c_str() + 1, 1);
+
+  execvp(argv[i], argv + i);
+  std::fprintf(stderr, "stackwalk-leakcheck: cannot run %s: %s\n", argv[i], std::strerror(errno));
+  return 127;
+}
