@@ -470,6 +470,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
       StepResult r =
           CachedSteps(*cache, log, generation, regs, memory, state, out, used_compact, &match);
       if (r == kLogMatch) {
+        *used_compact = true;  // the replay restores pc, sp and fp only: a full retry may need more
         r = Replay(*log, match, regs, memory, state, out);
         if (r != StepResult::kNoRule) return r;
         log->Break();  // the frames replayed are not in this walk's record

@@ -189,6 +189,8 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
   void* warm[4];
   stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(g_state.method));
   stackwalk_refresh_modules();
+  // Its first use constructs it and registers its destructor (a lock, maybe calloc): not in a handler.
+  internal::SafeSymbolizer::Global();
   if (g_state.installed) return 0;
   for (int sig : kSignals) {
     struct sigaction sa {};

@@ -48,7 +48,8 @@ class DebugFrameRegistry {
     int count;
   };
 
-  Table tables_[kMaxTables];
+  // Zero-initialized, so Global() needs no guard (a lock) on the capture path.
+  Table tables_[kMaxTables] = {};
   std::atomic<int> count_{0};
 };
 
