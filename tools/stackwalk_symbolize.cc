@@ -9,7 +9,6 @@
 // (/proc/PID/maps, or a copy of one saved with a crash report).
 // The --addr2line mode prints the same lines as binutils' addr2line with the same flags, so it
 // drops into scripts; addresses come from the command line or, one per line, from stdin.
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -28,6 +27,7 @@
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/object_file.h"
+#include "symbolize/demangle.h"
 
 namespace {
 
@@ -218,17 +218,9 @@ std::vector<MapEntry> ReadMaps(const std::string& file) {
 
 namespace {
 std::string Demangled(const DwarfFrame& frame) {
-  if (frame.linkage.size() > 2 && frame.linkage[0] == '_' && frame.linkage[1] == 'Z' &&
-      frame.function == frame.linkage) {
-    int status = 0;
-    char* out = abi::__cxa_demangle(frame.linkage.c_str(), nullptr, nullptr, &status);
-    if (status == 0 && out != nullptr) {
-      std::string s(out);
-      std::free(out);
-      return s;
-    }
-  }
-  return frame.function;
+  // The DWARF name when it has one; the symbol table's name (mangled) otherwise.
+  if (frame.function != frame.linkage) return frame.function;
+  return stackwalk::internal::Demangle(frame.linkage.c_str());
 }
 }  // namespace
 

@@ -1,6 +1,5 @@
 #include "stackwalk/format.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cinttypes>
@@ -8,18 +7,10 @@
 #include <cstdlib>
 
 #include "core/module_map.h"
+#include "symbolize/demangle.h"
 
 namespace stackwalk {
 namespace {
-
-std::string Demangle(const char* name) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) return name;
-  std::string out(demangled);
-  std::free(demangled);
-  return out;
-}
 
 const char* Basename(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -34,7 +25,7 @@ FrameInfo DescribePc(const void* pc, bool is_return_address) {
   uintptr_t lookup = reinterpret_cast<uintptr_t>(pc) - (is_return_address ? 1 : 0);
   Dl_info dl;
   if (dladdr(reinterpret_cast<void*>(lookup), &dl) != 0) {
-    if (dl.dli_sname != nullptr) info.function = Demangle(dl.dli_sname);
+    if (dl.dli_sname != nullptr) info.function = internal::Demangle(dl.dli_sname);
     if (dl.dli_fname != nullptr) info.module_path = dl.dli_fname;
   }
   internal::ModuleMap& map = internal::ModuleMap::Global();

@@ -1,5 +1,8 @@
 #include "symbolize/demangle.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #if defined(STACKWALK_HAVE_ABSL_DEMANGLE)
@@ -19,6 +22,16 @@ void DemangleSignalSafe(const char* name, char* out, size_t size) {
   size_t n = strnlen(name, size - 1);
   std::memcpy(out, name, n);
   out[n] = '\0';
+}
+
+std::string Demangle(const char* name) {
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) return name;
+  std::string out(demangled);
+  std::free(demangled);
+  return out;
 }
 
 }  // namespace stackwalk::internal

@@ -5,12 +5,17 @@
 #define STACKWALK_SRC_SYMBOLIZE_DEMANGLE_H_
 
 #include <cstddef>
+#include <string>
 
 namespace stackwalk::internal {
 
 // Writes the demangled `name` (or `name` itself if it is not a C++ name or does not fit) to
 // out[0..size), NUL-terminated, truncating if needed. Signal safety: async-signal-safe.
 void DemangleSignalSafe(const char* name, char* out, size_t size);
+
+// The demangled `name`, with parameter types, through the C++ runtime; `name` itself if it is not
+// an Itanium C++ name ("_Z..."; a C function "f" stays "f", not "float"). Allocates.
+std::string Demangle(const char* name);
 
 }  // namespace stackwalk::internal
 

@@ -1,6 +1,5 @@
 #include "symbolize/dwarf_module.h"
 
-#include <cxxabi.h>
 #include <dwarf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbolize/elf_image.h"
+#include "symbolize/demangle.h"
 
 namespace stackwalk::internal {
 namespace {
@@ -71,15 +71,6 @@ std::string FindDebugFile(const std::string& path, const std::string& debug_root
     }
   }
   return "";
-}
-
-std::string Demangle(const char* name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string s(out);
-  std::free(out);
-  return s;
 }
 
 bool IsScopeTag(int tag) { return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine; }

@@ -1,6 +1,5 @@
 #include "stackwalk/symbolizer.h"
 
-#include <cxxabi.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -16,6 +15,7 @@
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/object_file.h"
+#include "symbolize/demangle.h"
 
 namespace stackwalk {
 namespace {
@@ -23,16 +23,6 @@ namespace {
 using internal::DwarfFrame;
 using internal::JsonString;
 using internal::SymbolHit;
-
-std::string Demangle(const char* name) {
-  if (name[0] != '_' || name[1] != 'Z') return name;
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string s(out);
-  std::free(out);
-  return s;
-}
 
 std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -79,7 +69,7 @@ struct Symbolizer::Impl {
     if ((out.empty() || out.front().function.empty()) && object->has_symbols &&
         object->symbols.Lookup(address, &hit)) {
       if (out.empty()) out.emplace_back();
-      out.front().function = Demangle(hit.name);
+      out.front().function = internal::Demangle(hit.name);
     }
     if (out.empty()) out.emplace_back();
     return out;
