@@ -60,6 +60,9 @@ struct Outcome {
 // (the test framework would otherwise catch it).
 void RunNoexcept(const std::function<void()>& body) noexcept { body(); }
 
+// The report pipe's write end, in the child: for bodies that re-install the handler.
+int g_report_fd = -1;
+
 // Runs `body` in a child with the crash handler writing to a pipe; returns its report and
 // wait status. Fails the test if the child takes more than 20 s.
 Outcome RunCrashingChild(const std::function<void()>& body) {
@@ -70,6 +73,7 @@ Outcome RunCrashingChild(const std::function<void()>& body) {
     close(fds[0]);
     stackwalk::CrashHandlerOptions options;
     options.fd = fds[1];
+    g_report_fd = fds[1];
     if (stackwalk::InstallCrashHandler(options) != 0) _exit(100);
     RunNoexcept(body);
     _exit(101);  // did not crash
@@ -184,9 +188,13 @@ TEST(CrashHandler, ChainsToThePreviouslyInstalledHandler) {
     // Installed "before" by re-installing stackwalk's on top of it.
     stackwalk::UninstallCrashHandler();
     signal(SIGSEGV, PreviousHandler);
-    stackwalk::InstallCrashHandler(stackwalk::CrashHandlerOptions{});
+    stackwalk::CrashHandlerOptions options;
+    options.fd = g_report_fd;
+    stackwalk::InstallCrashHandler(options);
     crash_caller();
   });
+  // stackwalk's report first, then the previous handler.
+  EXPECT_NE(o.report.find("*** stackwalk: SIGSEGV"), std::string::npos) << o.report;
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 42) << o.status;
 }
 
