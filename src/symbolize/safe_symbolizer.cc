@@ -54,19 +54,26 @@ SafeSymbolizer& SafeSymbolizer::Global() {
 
 ElfImage* SafeSymbolizer::ImageFor(uint64_t object_start, const char* path,
                                    const uint8_t* build_id, int build_id_size, bool in_memory,
-                                   uint64_t memory_size) {
+                                   uint64_t memory_size, bool* is_debug_file) {
   for (Slot& s : slots_) {
-    if (s.object_start == object_start && s.opened) return s.image.is_open() ? &s.image : nullptr;
+    if (s.object_start == object_start && s.opened) {
+      *is_debug_file = s.is_debug_file;
+      return s.image.is_open() ? &s.image : nullptr;
+    }
   }
   Slot& s = slots_[next_victim_];
   next_victim_ = (next_victim_ + 1) % kMaxImages;
   s.image.Close();
   s.object_start = object_start;
   s.opened = true;
+  s.is_debug_file = false;
+  *is_debug_file = false;
   // A separate debug file found by build-id has the full .symtab of a stripped object.
   char debug_path[128];
   if (build_id_size > 0 && BuildIdPath(build_id, build_id_size, debug_path, sizeof(debug_path)) &&
       s.image.Open(debug_path)) {
+    s.is_debug_file = true;
+    *is_debug_file = true;
     return &s.image;
   }
   bool ok = in_memory
@@ -113,13 +120,15 @@ void SafeSymbolizer::Describe(uint64_t pc, bool is_return_address, SafeFrame* ou
   }
   out->has_module = true;
   out->module_offset = pc - load_bias;
-  ElfImage* image =
-      ImageFor(object_start, out->module, build_id, build_id_size, in_memory, memory_size);
+  bool is_debug_file = false;
+  ElfImage* image = ImageFor(object_start, out->module, build_id, build_id_size, in_memory,
+                             memory_size, &is_debug_file);
   SymbolHit hit;
   ElfImage own;
   if (image == nullptr || !image->Lookup(lookup - load_bias, &hit)) {
-    // A debug file without this symbol (or a stale one): the object's own tables.
-    if (image == nullptr || in_memory || !own.Open(out->module) ||
+    // A debug file without this symbol (or a stale one): the object's own tables. When the
+    // image already is the object, looking again would find nothing more.
+    if (image == nullptr || !is_debug_file || in_memory || !own.Open(out->module) ||
         !own.Lookup(lookup - load_bias, &hit)) {
       return;
     }

@@ -33,10 +33,12 @@ class SafeSymbolizer {
   struct Slot {
     uint64_t object_start = 0;  // the module's extent.lo; 0 for a free slot
     bool opened = false;
+    bool is_debug_file = false;  // the image is a separate debug file, not the object itself
     ElfImage image;
   };
+  // The cached image for an object (opened on first use); *is_debug_file tells which file it is.
   ElfImage* ImageFor(uint64_t object_start, const char* path, const uint8_t* build_id,
-                     int build_id_size, bool in_memory, uint64_t memory_size);
+                     int build_id_size, bool in_memory, uint64_t memory_size, bool* is_debug_file);
 
   Slot slots_[kMaxImages];
   int next_victim_ = 0;
