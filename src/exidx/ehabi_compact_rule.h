@@ -55,14 +55,8 @@ inline bool CompileEhabiRule(EhabiOpcodes ops, CompactRule* out) {
     } else if (op == 0xb0) {
       break;
     } else if (op == 0xb2) {
-      uint64_t value = 0;
-      int shift = 0;
-      uint8_t byte;
-      do {
-        if (!ops.Next(&byte) || shift > 28) return false;
-        value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-        shift += 7;
-      } while (byte & 0x80);
+      uint64_t value;
+      if (!ops.NextUleb128(&value)) return false;
       delta += 0x204 + static_cast<int64_t>(value << 2);
     } else if (op == 0xb3 || op == 0xc6 || op == 0xc8 || op == 0xc9) {
       uint8_t sc;

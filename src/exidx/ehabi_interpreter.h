@@ -95,14 +95,8 @@ EhabiResult ExecuteEhabi(EhabiOpcodes& ops, Regs<ArchArm>& regs, Memory& memory)
       }
       out.popped_r0_r3 = true;
     } else if (op == 0xb2) {  // 10110010 uleb128: vsp += 0x204 + (uleb128 << 2)
-      uint64_t value = 0;
-      int shift = 0;
-      uint8_t byte;
-      do {
-        if (!ops.Next(&byte) || shift > 28) return fail(StepResult::kInvalidFrame);
-        value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-        shift += 7;
-      } while (byte & 0x80);
+      uint64_t value;
+      if (!ops.NextUleb128(&value)) return fail(StepResult::kInvalidFrame);
       vsp = (vsp + 0x204 + (value << 2)) & 0xffffffffu;
     } else if (op == 0xb3) {  // 10110011 sssscccc: pop D[s]-D[s+c] saved by FSTMFDX
       uint8_t sc;

@@ -56,6 +56,19 @@ bool EhabiOpcodes::Next(uint8_t* byte) {
   return true;
 }
 
+bool EhabiOpcodes::NextUleb128(uint64_t* value) {
+  uint64_t result = 0;
+  int shift = 0;
+  uint8_t byte;
+  do {
+    if (!Next(&byte) || shift > 28) return false;
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    shift += 7;
+  } while (byte & 0x80);
+  *value = result;
+  return true;
+}
+
 ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* entry,
                           uint64_t* function_start) {
   const uint64_t count = (section.table.hi - section.table.lo) / 8;

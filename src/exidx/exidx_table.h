@@ -35,6 +35,9 @@ class EhabiOpcodes {
   EhabiOpcodes() = default;
   // Returns false at the end of the stream; an exhausted stream acts as "finish" (§9.3).
   bool Next(uint8_t* byte);
+  // The ULEB128 operand of opcode 0xb2 (at most 32 bits); false if the stream ends inside it
+  // or it is longer.
+  bool NextUleb128(uint64_t* value);
   bool at_end() const { return bytes_left_ == 0 && words_left_ == 0; }
 
  private:
