@@ -11,6 +11,7 @@ packages=(
   libdw-dev libelf-dev libabsl-dev  # the DWARF symbolizer (elfutils) and abseil
   libunwind8 libunwind-14   # peers (loaded with dlopen): nongnu and LLVM libunwind
   clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
+  valgrind              # the leak checker's oracle
 )
 
 missing=()

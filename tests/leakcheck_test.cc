@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -105,6 +107,44 @@ TEST(Leakcheck, ExitStatusPassesThroughOrSignalsLeaks) {
   EXPECT_EQ(Leakcheck(kFixture + " exit 4").status, 4);
   EXPECT_EQ(Leakcheck("--exitcode 23 " + kFixture + " exit 4").status, 23);
   EXPECT_EQ(Leakcheck("--exitcode 23 " + kFixture + " clean").status, 0);
+}
+
+// valgrind's count of the memory still allocated at exit, "<bytes> bytes in <n> blocks".
+std::string ValgrindInUseAtExit(const std::string& args) {
+  std::string command = "valgrind " + args + " 2>&1 >/dev/null";
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  pclose(p);
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("in use at exit: ([0-9,]+) bytes in ([0-9,]+) blocks"))) {
+    return "";
+  }
+  std::string bytes = m[1].str(), blocks = m[2].str();
+  bytes.erase(std::remove(bytes.begin(), bytes.end(), ','), bytes.end());
+  blocks.erase(std::remove(blocks.begin(), blocks.end(), ','), blocks.end());
+  return bytes + " bytes in " + blocks + " blocks";
+}
+
+// The leak checker's summary in valgrind's words.
+std::string OurInUseAtExit(const std::string& args) {
+  std::smatch m;
+  std::string report = Leakcheck(args).report;
+  if (!std::regex_search(report, m, std::regex("SUMMARY: stackwalk-leakcheck: (\\d+) bytes? leaked in (\\d+) allocations?"))) {
+    return "";
+  }
+  return m[1].str() + " bytes in " + m[2].str() + " blocks";
+}
+
+TEST(Leakcheck, AgreesWithValgrindOnWhatIsStillAllocatedAtExit) {
+  if (std::system("valgrind --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no valgrind";
+  for (const std::string& args : {kFixture, kFixture + " clean", std::string("/bin/ls /")}) {
+    std::string expected = ValgrindInUseAtExit(args);
+    ASSERT_FALSE(expected.empty()) << args;
+    EXPECT_EQ(OurInUseAtExit(args), expected) << args;
+  }
 }
 
 TEST(Leakcheck, BadCommandLinesAreRefused) {
