@@ -10,6 +10,25 @@
 namespace stackwalk::internal {
 namespace {
 
+// A capture before the library's own constructors have run, as an allocation hook's is while
+// the C library starts (priority 101 runs before the default-priority ones of the static library
+// linked into this binary). It must not leave this thread without a cache for good.
+bool g_early_capture_had_cache = true;
+__attribute__((constructor(101))) void CaptureBeforeTheLibraryIsInitialized() {
+  void* pcs[8];
+  stackwalk_backtrace(pcs, 8, STACKWALK_EHFRAME);
+  RuleCache* cache = RuleCache::Acquire();
+  g_early_capture_had_cache = cache != nullptr;
+  if (cache != nullptr) cache->Release();
+}
+
+TEST(RuleCache, ACaptureBeforeInitializationDoesNotCostTheThreadItsCache) {
+  EXPECT_FALSE(g_early_capture_had_cache) << "the early capture was expected to find no key yet";
+  RuleCache* cache = RuleCache::Acquire();
+  EXPECT_NE(cache, nullptr);
+  if (cache != nullptr) cache->Release();
+}
+
 TEST(RuleCache, FindsWhatWasInsertedForTheSameGeneration) {
   RuleCache* cache = RuleCache::Acquire();
   ASSERT_NE(cache, nullptr);

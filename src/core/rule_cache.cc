@@ -18,9 +18,11 @@ struct Pool {
 };
 Pool g_pool;
 
-// A key whose destructor gives the slot back when the thread exits. Created at load time.
+// A key whose destructor gives the slot back when the thread exits. Created at load time;
+// captures before that (an allocation hook called while the C library starts) wait for it.
+enum KeyState : int { kKeyNotYet = 0, kKeyReady = 1, kKeyFailed = 2 };
 pthread_key_t g_exit_key;
-bool g_have_exit_key = false;
+std::atomic<int> g_exit_key_state{kKeyNotYet};
 
 void GiveBack(void* slot_plus_one) {
   int slot = static_cast<int>(reinterpret_cast<intptr_t>(slot_plus_one)) - 1;
@@ -28,7 +30,8 @@ void GiveBack(void* slot_plus_one) {
 }
 
 __attribute__((constructor)) void CreateExitKey() {
-  g_have_exit_key = pthread_key_create(&g_exit_key, GiveBack) == 0;
+  g_exit_key_state.store(pthread_key_create(&g_exit_key, GiveBack) == 0 ? kKeyReady : kKeyFailed,
+                         std::memory_order_release);
 }
 
 }  // namespace
@@ -37,7 +40,9 @@ int RuleCache::ClaimSlot() {
   // Registering the destructor must not allocate: glibc keeps the first 32 keys' values in
   // the thread descriptor itself. With a higher key the thread could not give its slot back,
   // so it goes uncached rather than leak a table per thread.
-  if (!g_have_exit_key || g_exit_key >= 32) return -1;
+  const int key_state = g_exit_key_state.load(std::memory_order_acquire);
+  if (key_state == kKeyNotYet) return kNotYet;
+  if (key_state != kKeyReady || g_exit_key >= 32) return -1;
   for (int i = 0; i < RuleCache::kMaxTables; ++i) {
     bool expected = false;
     if (!g_pool.in_use[i].compare_exchange_strong(expected, true)) continue;
@@ -65,7 +70,8 @@ RuleCache* RuleCache::AcquireSlow() {
   if (busy_ || slot_plus_one_ < 0) return nullptr;
   busy_ = true;  // a handler interrupting the claim must not claim too
   int slot = ClaimSlot();
-  slot_plus_one_ = slot < 0 ? -1 : slot + 1;
+  // Refused for good (-1), or for now: this walk goes uncached, a later one claims again.
+  slot_plus_one_ = slot == kNotYet ? 0 : slot < 0 ? -1 : slot + 1;
   if (slot < 0) {
     busy_ = false;
     return nullptr;

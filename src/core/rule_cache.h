@@ -75,6 +75,7 @@ class RuleCache {
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
 
+  static constexpr int kNotYet = -2;  // ClaimSlot(): before this library's constructors ran
   static RuleCache* AcquireSlow();
   static int ClaimSlot();
 
