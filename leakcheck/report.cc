@@ -145,11 +145,16 @@ uint64_t WriteReport(State& state) {
           FormatCount(total_count) + ".\n";
 
   int fd = 2;
-  const char* path = state.options.output;
-  if (path[0] != '\0') {
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // "%p" in the path becomes the process id: a program's children report to files of their own.
+  std::string path = state.options.output;
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) {
+    path.replace(at, 2, std::to_string(getpid()));
+  }
+  if (!path.empty()) {
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-      std::fprintf(stderr, "stackwalk-leakcheck: cannot write %s; the report follows here\n", path);
+      std::fprintf(stderr, "stackwalk-leakcheck: cannot write %s; the report follows here\n",
+                   path.c_str());
       fd = 2;
     }
   }

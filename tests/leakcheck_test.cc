@@ -147,6 +147,27 @@ TEST(Leakcheck, AgreesWithValgrindOnWhatIsStillAllocatedAtExit) {
   }
 }
 
+TEST(Leakcheck, PercentPInTheOutputPathBecomesTheProcessId) {
+  std::string dir = ::testing::TempDir() + "pid_reports." + std::to_string(getpid());
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  // bash running the fixture as its child: two processes, two reports (dash leaves by _exit).
+  std::string command = std::string(STACKWALK_LEAKCHECK) + " --output " + dir +
+                        "/leaks.%p.txt /bin/bash -c '" + kFixture + "; true' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  FILE* ls = popen(("cat " + dir + "/leaks.*.txt | grep -c '^SUMMARY: '").c_str(), "r");
+  ASSERT_NE(ls, nullptr);
+  int reports = 0;
+  EXPECT_EQ(fscanf(ls, "%d", &reports), 1);
+  pclose(ls);
+  EXPECT_EQ(reports, 2);
+  FILE* fixture = popen(("grep -l '4460 bytes leaked in 5 allocations' " + dir + "/leaks.*.txt | wc -l").c_str(), "r");
+  ASSERT_NE(fixture, nullptr);
+  int with_fixture = 0;
+  EXPECT_EQ(fscanf(fixture, "%d", &with_fixture), 1);
+  pclose(fixture);
+  EXPECT_EQ(with_fixture, 1);
+}
+
 TEST(Leakcheck, BadCommandLinesAreRefused) {
   EXPECT_EQ(Leakcheck("--method magic " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("--min-size lots " + kFixture).status, 2);
