@@ -133,8 +133,7 @@ StepResult ExidxLoop(int method, NativeRegs& regs, StackMemory& memory, const St
                      WalkState& state, Emitter& out, RuleCache* cache, bool* used_compact) {
   const uint64_t generation = ModuleMap::Global().rebuild_count();
   for (int steps = 0; !out.full() && steps < kMaxSteps; ++steps) {
-    const uint64_t address = regs.pc() & ~uint64_t{1};
-    const uint64_t key = state.pc_is_exact ? address : address - 2;
+    const uint64_t key = EhabiLookupPc(regs.pc(), state.pc_is_exact);
     const CompactRule* rule = cache != nullptr ? cache->Find(key, generation) : nullptr;
     StepResult r;
     if (rule != nullptr) {
@@ -306,7 +305,7 @@ StepResult CachedSteps(const RuleCache& cache, FrameLog* log, uint64_t generatio
         break;
       }
     }
-    const CompactRule* rule = cache.Find(exact ? pc : pc - 1, generation);
+    const CompactRule* rule = cache.Find(CfiLookupPc(pc, exact), generation);
     if (rule == nullptr) break;
     FrameLog::Frame logged{pc, sp, fp, 0, 0, 0, 0,
                            (has_fp ? FrameLog::kHasFp : 0u) | (exact ? FrameLog::kExact : 0u), 0};
@@ -483,7 +482,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
       if (out.full()) break;
     }
     if (log != nullptr) log->Break();
-    const uint64_t key = state.pc_is_exact ? regs.pc() : regs.pc() - 1;
+    const uint64_t key = CfiLookupPc(regs.pc(), state.pc_is_exact);
     CompactRule compiled;
     StepResult r =
         EhFrameStep(regs, memory, env.locator(), &state, cache != nullptr ? &compiled : nullptr);

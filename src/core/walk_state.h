@@ -15,6 +15,17 @@ struct WalkState {
   bool pc_is_exact = true;
 };
 
+// The address a frame's unwind rule is looked up at, and cached under: a return address is one
+// past its call, so the call's own row is at pc - 1 (CFI) or, Thumb bit clear, pc - 2 (EHABI, the
+// smallest instruction). Every lookup and every cache key must agree.
+inline constexpr uint64_t CfiLookupPc(uint64_t pc, bool pc_is_exact) {
+  return pc_is_exact ? pc : pc - 1;
+}
+inline constexpr uint64_t EhabiLookupPc(uint64_t pc, bool pc_is_exact) {
+  const uint64_t address = pc & ~uint64_t{1};
+  return pc_is_exact ? address : address - 2;
+}
+
 inline constexpr uint64_t kMaxFrameSize = uint64_t{4} << 20;
 inline constexpr int kMaxRegionSwitches = 1;
 

@@ -31,7 +31,7 @@ template <class Arch, class Memory, class Locator>
 StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
                        WalkState* state, CompactRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
-  const uint64_t lookup = state->pc_is_exact ? pc : pc - 1;
+  const uint64_t lookup = CfiLookupPc(pc, state->pc_is_exact);
   EhFrameSection section;
   bool found = locator.Find(lookup, &section);
   if (!found || (section.in_vdso && std::is_same_v<Arch, ArchAarch64>)) {

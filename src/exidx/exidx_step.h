@@ -31,8 +31,7 @@ template <class Memory, class Locator>
 StepResult ExidxStep(Regs<ArchArm>& regs, Memory& memory, const Locator& locator,
                      WalkState* state, CompactRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
-  const uint64_t address = pc & ~uint64_t{1};
-  const uint64_t lookup = state->pc_is_exact ? address : address - 2;
+  const uint64_t lookup = EhabiLookupPc(pc, state->pc_is_exact);
   ExidxSection section;
   if (!locator.FindExidx(lookup, &section)) return StepResult::kNoRule;
   uint64_t entry, function_start, personality;
