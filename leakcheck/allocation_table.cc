@@ -14,7 +14,7 @@ bool AllocationTable::Grow(Shard& shard) {
   for (uint64_t i = 0; i < shard.capacity; ++i) {
     const Allocation& a = shard.slots[i];
     if (a.address <= 1) continue;
-    uint64_t j = Hash(a.address) & (capacity - 1);
+    uint64_t j = Slot(Hash(a.address), capacity);
     while (slots[j].address != 0) j = (j + 1) & (capacity - 1);
     slots[j] = a;
     ++used;
@@ -38,7 +38,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   // Keep at most half the slots used (live or deleted): probes stay short.
   if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) return false;
   uint64_t mask = shard.capacity - 1;
-  uint64_t i = (hash / kShards) & mask;
+  uint64_t i = Slot(hash, shard.capacity);
   uint64_t reuse = UINT64_MAX;
   for (;; i = (i + 1) & mask) {
     Allocation& a = shard.slots[i];
@@ -72,7 +72,7 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   SpinLockHolder hold(shard.lock);
   if (shard.capacity == 0) return false;
   uint64_t mask = shard.capacity - 1;
-  for (uint64_t i = (hash / kShards) & mask;; i = (i + 1) & mask) {
+  for (uint64_t i = Slot(hash, shard.capacity);; i = (i + 1) & mask) {
     Allocation& a = shard.slots[i];
     if (a.address == 0) return false;
     if (a.address == address) {

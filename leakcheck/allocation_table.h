@@ -66,6 +66,9 @@ class AllocationTable {
     h ^= h >> 33;
     return h;
   }
+  // Where an address's probe starts in its shard: the hash bits the shard choice did not use.
+  // Lookups and rehashing must agree on it.
+  static uint64_t Slot(uint64_t hash, uint64_t capacity) { return (hash / kShards) & (capacity - 1); }
 
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
