@@ -5,7 +5,13 @@
 namespace stackwalk::leakcheck {
 
 bool AllocationTable::Grow(Shard& shard) {
-  uint64_t capacity = shard.capacity == 0 ? 1024 : shard.capacity * 2;
+  // Mostly deleted slots (a free leaves one): rehash at the same size rather than double, so
+  // the table follows the live count, not the number of allocations ever made.
+  uint64_t live = 0;
+  for (uint64_t i = 0; i < shard.capacity; ++i) live += shard.slots[i].address > 1 ? 1 : 0;
+  uint64_t capacity = shard.capacity == 0 ? 1024
+                      : live * 4 > shard.capacity ? shard.capacity * 2
+                                                  : shard.capacity;
   void* mem = mmap(nullptr, capacity * sizeof(Allocation), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;

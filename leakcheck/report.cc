@@ -119,6 +119,14 @@ uint64_t WriteReport(State& state) {
   std::string text;
   text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
           " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
+  // What the checker itself holds: its tables, and per live allocation.
+  const uint64_t live = state.allocations.live_count();
+  const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
+  text += "==stackwalk-leakcheck== own memory " + FormatBytes(own) + " (allocation table " +
+          FormatBytes(state.allocations.table_bytes()) + ", stacks " +
+          FormatBytes(state.stacks.bytes()) + ")";
+  if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
+  text += "\n";
   Symbolizer symbolizer;
   for (const Leak& leak : leaks) {
     text += "\nLeak of " + FormatBytes(leak.bytes) + " in " + FormatCount(leak.count) +
