@@ -74,6 +74,11 @@ Options ParseOptions(const char* text) {
           memcpy(o.output, value, value_len);
           o.output[value_len] = '\0';
         }
+      } else if (is("format")) {
+        const bool text = value_len == 4 && strncmp(value, "text", 4) == 0;
+        const bool json = value_len == 4 && strncmp(value, "json", 4) == 0;
+        ok = text || json;
+        if (ok) o.json = json;
       } else if (is("report_at_exit")) {
         ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
         if (ok) o.report_at_exit = value[0] == '1';

@@ -1,5 +1,6 @@
 // Options: the leak checker's settings, from STACKWALK_LEAKCHECK="key=value:key=value", e.g.
 //   STACKWALK_LEAKCHECK=min_size=16:max_frames=32:method=fp:output=/tmp/leaks.txt:exitcode=23
+// and format=text|json, report_at_exit=0|1.
 #ifndef STACKWALK_LEAKCHECK_OPTIONS_H_
 #define STACKWALK_LEAKCHECK_OPTIONS_H_
 
@@ -14,6 +15,7 @@ struct Options {
   char output[256] = {};  // the report's file; stderr when empty
   int exitcode = 0;       // if nonzero, the process exits with it when leaks are found
   bool report_at_exit = true;
+  bool json = false;      // format=json: the report as one JSON object
 };
 
 // Parses `text` (may be null). Unknown keys and bad values are reported on stderr and ignored.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "format/json_string.h"
 #include "leakcheck/state.h"
 #include "stackwalk/symbolizer.h"
 
@@ -68,6 +69,24 @@ std::vector<void*> ProgramFrames(void* const* pcs, int n) {
   return std::vector<void*>(pcs + first, pcs + n);
 }
 
+// One leak's frames as JSON objects.
+std::string FramesJson(const std::vector<SymbolizedFrame>& frames) {
+  using internal::JsonString;
+  std::string out = "[";
+  char number[40];
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const SymbolizedFrame& f = frames[i];
+    std::snprintf(number, sizeof(number), "0x%" PRIx64, f.pc);
+    out += std::string(i ? "," : "") + "{\"pc\":\"" + number + "\",\"module\":" + JsonString(f.module);
+    std::snprintf(number, sizeof(number), "0x%" PRIx64, f.module_offset);
+    out += std::string(",\"offset\":\"") + number + "\",\"function\":" + JsonString(f.function) +
+           ",\"file\":" + JsonString(f.file) + ",\"line\":" + std::to_string(f.line) +
+           ",\"column\":" + std::to_string(f.column) +
+           ",\"inlined\":" + (f.inlined ? "true" : "false") + "}";
+  }
+  return out + "]";
+}
+
 std::string FormatBytes(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%" PRIu64 " byte%s", bytes, bytes == 1 ? "" : "s");
@@ -116,41 +135,56 @@ uint64_t WriteReport(State& state) {
     total_count += leak.count;
   }
 
-  std::string text;
-  text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
-          " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
-  // What the checker itself holds: its tables, and per live allocation.
-  const uint64_t live = state.allocations.live_count();
-  const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
-  text += "==stackwalk-leakcheck== own memory " + FormatBytes(own) + " (allocation table " +
-          FormatBytes(state.allocations.table_bytes()) + ", stacks " +
-          FormatBytes(state.stacks.bytes()) + ")";
-  if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
-  text += "\n";
   Symbolizer symbolizer;
-  for (const Leak& leak : leaks) {
-    text += "\nLeak of " + FormatBytes(leak.bytes) + " in " + FormatCount(leak.count) +
-            " from thread " + std::to_string(leak.thread) + ", allocated at:\n";
+  auto symbolize = [&](const Leak& leak) {
     void* const* pcs = nullptr;
     int n = state.stacks.Frames(leak.stack_id, &pcs);
     std::vector<void*> frames = ProgramFrames(pcs, n);
-    if (frames.empty()) {
-      text += "    (no stack)\n";
-      continue;
+    return frames.empty() ? std::vector<SymbolizedFrame>()
+                          : symbolizer.SymbolizeTrace(frames.data(), static_cast<int>(frames.size()));
+  };
+  std::string text;
+  if (state.options.json) {
+    text = "{\"summary\":{\"bytes\":" + std::to_string(total_bytes) +
+           ",\"allocations\":" + std::to_string(total_count) +
+           ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) + "},\"leaks\":[";
+    for (size_t i = 0; i < leaks.size(); ++i) {
+      text += std::string(i ? "," : "") + "{\"bytes\":" + std::to_string(leaks[i].bytes) +
+              ",\"allocations\":" + std::to_string(leaks[i].count) + ",\"thread\":\"" +
+              std::to_string(leaks[i].thread) + "\",\"frames\":" + FramesJson(symbolize(leaks[i])) +
+              "}";
     }
-    std::vector<SymbolizedFrame> named =
-        symbolizer.SymbolizeTrace(frames.data(), static_cast<int>(frames.size()));
-    std::string lines = FormatFrames(named);
-    size_t start = 0;
-    while (start < lines.size()) {
-      size_t end = lines.find('\n', start);
-      if (end == std::string::npos) end = lines.size();
-      text += "    " + lines.substr(start, end - start) + "\n";
-      start = end + 1;
+    text += "]}\n";
+  } else {
+    text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
+            " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
+    // What the checker itself holds: its tables, and per live allocation.
+    const uint64_t live = state.allocations.live_count();
+    const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
+    text += "==stackwalk-leakcheck== own memory " + FormatBytes(own) + " (allocation table " +
+            FormatBytes(state.allocations.table_bytes()) + ", stacks " +
+            FormatBytes(state.stacks.bytes()) + ")";
+    if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
+    text += "\n";
+    for (const Leak& leak : leaks) {
+      text += "\nLeak of " + FormatBytes(leak.bytes) + " in " + FormatCount(leak.count) +
+              " from thread " + std::to_string(leak.thread) + ", allocated at:\n";
+      std::vector<SymbolizedFrame> named = symbolize(leak);
+      if (named.empty()) {
+        text += "    (no stack)\n";
+        continue;
+      }
+      std::string lines = FormatFrames(named);
+      for (size_t start = 0; start < lines.size();) {
+        size_t end = lines.find('\n', start);
+        if (end == std::string::npos) end = lines.size();
+        text += "    " + lines.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
     }
+    text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(total_bytes) + " leaked in " +
+            FormatCount(total_count) + ".\n";
   }
-  text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(total_bytes) + " leaked in " +
-          FormatCount(total_count) + ".\n";
 
   int fd = 2;
   // "%p" in the path becomes the process id: a program's children report to files of their own.

@@ -214,9 +214,31 @@ TEST(Leakcheck, RealProgramsKeepTheirOutputAndStatus) {
   }
 }
 
+// The JSON report, read back by Python's json module: totals and the 300-byte leak's frames.
+TEST(Leakcheck, JsonReportParsesAndCarriesTheSameLeaks) {
+  std::string report = ::testing::TempDir() + "leaks." + std::to_string(getpid()) + ".json";
+  std::string run = std::string(STACKWALK_LEAKCHECK) + " --format json --output " + report + " " +
+                    kFixture + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  std::string check =
+      "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r[\"summary\"];"
+      " l=[x for x in r[\"leaks\"] if x[\"bytes\"]==300][0]; f=l[\"frames\"][0];"
+      " print(s[\"bytes\"], s[\"allocations\"], len(r[\"leaks\"]), l[\"allocations\"], f[\"function\"],"
+      " f[\"file\"].endswith(\"leaky.cc\"), f[\"line\"], f[\"module\"].endswith(\"leaky\"),"
+      " f[\"offset\"].startswith(\"0x\"), f[\"inlined\"])' " + report;
+  std::string out;
+  FILE* p = popen(check.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[1024];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  pclose(p);
+  EXPECT_EQ(out, "4460 5 3 3 fixture::LeakMallocs() True 24 True True False\n");
+}
+
 TEST(Leakcheck, BadCommandLinesAreRefused) {
   EXPECT_EQ(Leakcheck("--method magic " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("--min-size lots " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("--format xml " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("").status, 2);
   EXPECT_EQ(Leakcheck("/nonexistent/program").status, 127);
 }

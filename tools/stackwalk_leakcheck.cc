@@ -2,7 +2,7 @@
 // the allocations it never freed, grouped by allocating stack, with names and file:line.
 //
 //   stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N] [--max-frames N]
-//                       [--method auto|fp|ehframe] [--] PROGRAM [ARGS...]
+//                       [--method auto|fp|ehframe] [--format text|json] [--] PROGRAM [ARGS...]
 //
 // The program's exit status is passed through, unless --exitcode N is given and leaks are found.
 #include <unistd.h>
@@ -25,6 +25,7 @@ int Usage(const char* complaint) {
   std::fprintf(stderr,
                "usage: stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N]\n"
                "                           [--max-frames N] [--method auto|fp|ehframe]\n"
+               "                           [--format text|json]\n"
                "                           [--] PROGRAM [ARGS...]\n"
                "Runs PROGRAM with %s preloaded; at its exit, prints every allocation it\n"
                "never freed, grouped by allocating stack (to stderr, or FILE; a %%p in FILE\n"
@@ -32,7 +33,8 @@ int Usage(const char* complaint) {
                "  --exitcode N    exit with N if leaks were found (default: PROGRAM's status)\n"
                "  --min-size N    ignore allocations smaller than N bytes\n"
                "  --max-frames N  frames kept per allocation, 1..64 (default 32)\n"
-               "  --method M      unwinder for allocation stacks (default auto)\n",
+               "  --method M      unwinder for allocation stacks (default auto)\n"
+               "  --format F      text (default) or json\n",
                kLibraryName);
   return 2;
 }
@@ -91,6 +93,11 @@ int main(int argc, char** argv) {
         return Usage("--method: one of auto, fp, ehframe");
       }
       options += std::string(":method=") + value;
+    } else if (arg == "--format") {
+      if (std::strcmp(value, "text") != 0 && std::strcmp(value, "json") != 0) {
+        return Usage("--format: text or json");
+      }
+      options += std::string(":format=") + value;
     } else {
       return Usage(("unknown option " + arg).c_str());
     }

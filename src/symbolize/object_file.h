@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "format/json_string.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 
@@ -30,25 +31,6 @@ struct ObjectFile {
     has_file = file.Open(path.c_str());
   }
 };
-
-// A JSON string literal for `s`.
-inline std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[(c >> 4) & 15];
-      out += kHex[c & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace stackwalk::internal
 
