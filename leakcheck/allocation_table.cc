@@ -91,6 +91,22 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   }
 }
 
+void AllocationTable::Clear() {
+  for (Shard& shard : shards_) {
+    SpinLockHolder hold(shard.lock);
+    for (uint64_t i = 0; i < shard.capacity; ++i) {
+      Allocation& a = shard.slots[i];
+      if (a.address > 1) {
+        live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
+        live_count_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      a.address = 0;
+    }
+    shard.used = 0;
+  }
+  peak_bytes_.store(live_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 void AllocationTable::LockAll() {
   for (Shard& s : shards_) s.lock.Lock();
 }

@@ -43,6 +43,11 @@ class AllocationTable {
     }
   }
 
+  // The sequence number the next allocation will get.
+  uint64_t next_sequence() const { return sequence_.load(std::memory_order_relaxed); }
+  // Forgets every allocation (a new in-process session). Takes every shard lock.
+  void Clear();
+
   uint64_t live_count() const { return live_count_.load(std::memory_order_relaxed); }
   uint64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
   uint64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }

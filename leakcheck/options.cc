@@ -1,5 +1,7 @@
 #include "leakcheck/options.h"
 
+#include <fnmatch.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -28,10 +30,65 @@ bool ParseInt(const char* value, size_t len, long long* out) {
   return true;
 }
 
+bool CopyValue(const char* value, size_t len, char* out, size_t size) {
+  if (len >= size) return false;
+  memcpy(out, value, len);
+  out[len] = '\0';
+  return true;
+}
+
+// A signal by number or name ("SIGUSR2", "USR2").
+bool ParseSignal(const char* value, size_t len, int* out) {
+  long long n = 0;
+  if (ParseInt(value, len, &n)) {
+    *out = static_cast<int>(n);
+    return n > 0 && n < NSIG;
+  }
+  if (len > 3 && strncmp(value, "SIG", 3) == 0) {
+    value += 3;
+    len -= 3;
+  }
+  static const struct {
+    const char* name;
+    int signo;
+  } kNames[] = {{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+                {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+                {"CHLD", SIGCHLD}, {"CONT", SIGCONT}, {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
+                {"TTOU", SIGTTOU}, {"URG", SIGURG}, {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+                {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"SYS", SIGSYS}};
+  for (const auto& entry : kNames) {
+    if (len == strlen(entry.name) && strncmp(value, entry.name, len) == 0) {
+      *out = entry.signo;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-Options ParseOptions(const char* text) {
+bool MatchesAnyPattern(const char* patterns, const char* path) {
+  if (patterns == nullptr || path == nullptr) return false;
+  const char* slash = strrchr(path, '/');
+  const char* name = slash != nullptr ? slash + 1 : path;
+  char glob[512];
+  for (const char* p = patterns; *p != '\0';) {
+    const char* end = strchr(p, ',');
+    size_t len = end != nullptr ? static_cast<size_t>(end - p) : strlen(p);
+    if (len > 0 && len < sizeof(glob)) {
+      memcpy(glob, p, len);
+      glob[len] = '\0';
+      if (fnmatch(glob, path, 0) == 0 || fnmatch(glob, name, 0) == 0) return true;
+    }
+    if (end == nullptr) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+Options ParseOptions(const char* text, int* problems) {
   Options o;
+  int bad = 0;
   if (text == nullptr) return o;
   const char* p = text;
   while (*p != '\0') {
@@ -39,7 +96,10 @@ Options ParseOptions(const char* text) {
     size_t len = end != nullptr ? static_cast<size_t>(end - p) : strlen(p);
     const char* eq = static_cast<const char*>(memchr(p, '=', len));
     if (eq == nullptr) {
-      if (len > 0) Complain("option without a value: ", p, len);
+      if (len > 0) {
+        Complain("option without a value: ", p, len);
+        ++bad;
+      }
     } else {
       size_t key_len = static_cast<size_t>(eq - p);
       const char* value = eq + 1;
@@ -69,11 +129,13 @@ Options ParseOptions(const char* text) {
           ok = false;
         }
       } else if (is("output")) {
-        ok = value_len < sizeof(o.output);
-        if (ok) {
-          memcpy(o.output, value, value_len);
-          o.output[value_len] = '\0';
-        }
+        ok = CopyValue(value, value_len, o.output, sizeof(o.output));
+      } else if (is("libraries")) {
+        ok = CopyValue(value, value_len, o.libraries, sizeof(o.libraries));
+      } else if (is("ignore_libraries")) {
+        ok = CopyValue(value, value_len, o.ignore_libraries, sizeof(o.ignore_libraries));
+      } else if (is("report_signal")) {
+        ok = ParseSignal(value, value_len, &o.report_signal);
       } else if (is("format")) {
         const bool text = value_len == 4 && strncmp(value, "text", 4) == 0;
         const bool json = value_len == 4 && strncmp(value, "json", 4) == 0;
@@ -84,13 +146,17 @@ Options ParseOptions(const char* text) {
         if (ok) o.report_at_exit = value[0] == '1';
       } else {
         Complain("unknown option: ", p, key_len);
-        ok = true;
+        ++bad;
       }
-      if (!ok) Complain("bad value for option: ", p, len);
+      if (!ok) {
+        Complain("bad value for option: ", p, len);
+        ++bad;
+      }
     }
     if (end == nullptr) break;
     p = end + 1;
   }
+  if (problems != nullptr) *problems = bad;
   return o;
 }
 

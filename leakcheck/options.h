@@ -1,6 +1,10 @@
 // Options: the leak checker's settings, from STACKWALK_LEAKCHECK="key=value:key=value", e.g.
 //   STACKWALK_LEAKCHECK=min_size=16:max_frames=32:method=fp:output=/tmp/leaks.txt:exitcode=23
-// and format=text|json, report_at_exit=0|1.
+// and format=text|json, report_at_exit=0|1, report_signal=SIGUSR2 (a name or a number),
+// libraries=GLOB,GLOB (only leaks with a frame in a matching object are reported; in-process, only
+// these objects are hooked) and ignore_libraries=GLOB,GLOB (leaks with a frame in a matching
+// object are not reported; in-process, these are not hooked). A glob matches an object's path or
+// its file name.
 #ifndef STACKWALK_LEAKCHECK_OPTIONS_H_
 #define STACKWALK_LEAKCHECK_OPTIONS_H_
 
@@ -16,11 +20,19 @@ struct Options {
   int exitcode = 0;       // if nonzero, the process exits with it when leaks are found
   bool report_at_exit = true;
   bool json = false;      // format=json: the report as one JSON object
+  int report_signal = 0;  // if nonzero, each delivery of this signal writes a report
+  char libraries[512] = {};         // comma-separated globs; empty: every object
+  char ignore_libraries[512] = {};  // comma-separated globs
 };
 
-// Parses `text` (may be null). Unknown keys and bad values are reported on stderr and ignored.
+// Whether `path` (an object's path) matches one of the comma-separated globs of `patterns`, by
+// its whole path or its file name.
+bool MatchesAnyPattern(const char* patterns, const char* path);
+
+// Parses `text` (may be null). Unknown keys and bad values are reported on stderr, counted in
+// `*problems` if given, and ignored.
 // Signal safety: async-signal-safe (no allocation), for use before malloc is ready.
-Options ParseOptions(const char* text);
+Options ParseOptions(const char* text, int* problems = nullptr);
 
 }  // namespace stackwalk::leakcheck
 

@@ -6,13 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "format/json_string.h"
+#include "leakcheck/closed_modules.h"
 #include "leakcheck/state.h"
+#include "leakcheck/thread_registry.h"
 #include "stackwalk/symbolizer.h"
 
 namespace stackwalk::leakcheck {
@@ -23,7 +26,14 @@ struct Leak {
   uint64_t bytes = 0;
   uint64_t count = 0;
   uint64_t first_sequence = UINT64_MAX;
-  int32_t thread = 0;  // of the earliest allocation
+  uint32_t thread = 0;  // serial of the thread of the earliest allocation
+  std::vector<SymbolizedFrame> frames;
+};
+
+struct ThreadLive {
+  uint32_t serial = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
 };
 
 // A copy of the live allocations, in mmap'ed memory: the table's shard locks are held while it
@@ -87,6 +97,65 @@ std::string FramesJson(const std::vector<SymbolizedFrame>& frames) {
   return out + "]";
 }
 
+// "NAME (tid N)" for a thread serial.
+struct ThreadLabel {
+  std::string name;
+  int tid = 0;
+};
+ThreadLabel LabelOf(const ThreadRegistry& threads, uint32_t serial) {
+  ThreadRegistry::Thread t;
+  if (!threads.Lookup(serial, &t)) return {"?", 0};
+  return {t.name[0] != '\0' ? t.name : "?", t.tid};
+}
+
+// The frames of one stack, named: through the objects loaded now, except for PCs in an object
+// unloaded after the allocation was made, which are looked up in its file.
+std::vector<SymbolizedFrame> NameFrames(Symbolizer& symbolizer, const std::vector<void*>& pcs,
+                                        uint64_t allocated_at, const ClosedModules* closed) {
+  std::vector<SymbolizedFrame> live =
+      pcs.empty() ? std::vector<SymbolizedFrame>()
+                  : symbolizer.SymbolizeTrace(pcs.data(), static_cast<int>(pcs.size()));
+  if (closed == nullptr) return live;
+  std::vector<SymbolizedFrame> named;
+  size_t next = 0;
+  for (int i = 0; i < static_cast<int>(pcs.size()); ++i) {
+    size_t group_end = next;
+    while (group_end < live.size() && live[group_end].index == i) ++group_end;
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    LoadedObject object;
+    if (closed->Find(pc, allocated_at, &object)) {
+      // Every frame here is a return address: looked up one byte back, as the symbolizer does.
+      auto found = symbolizer.SymbolizeFile(object.path, pc - object.bias - 1);
+      if (found.ok() && !found->empty()) {
+        for (SymbolizedFrame f : *found) {
+          f.pc = pc;
+          f.index = i;
+          f.module = object.path;
+          f.module_offset = pc - object.bias;
+          named.push_back(f);
+        }
+        next = group_end;
+        continue;
+      }
+    }
+    named.insert(named.end(), live.begin() + next, live.begin() + group_end);
+    next = group_end;
+  }
+  return named;
+}
+
+// Whether a leak is shown under the library filters: with a frame in a selected object (when
+// some are selected) and none in an ignored one.
+bool PassesFilters(const Options& options, const std::vector<SymbolizedFrame>& frames) {
+  bool selected = options.libraries[0] == '\0';
+  for (const SymbolizedFrame& f : frames) {
+    if (f.module.empty()) continue;
+    if (MatchesAnyPattern(options.ignore_libraries, f.module.c_str())) return false;
+    if (!selected && MatchesAnyPattern(options.libraries, f.module.c_str())) selected = true;
+  }
+  return selected;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%" PRIu64 " byte%s", bytes, bytes == 1 ? "" : "s");
@@ -101,11 +170,13 @@ std::string FormatCount(uint64_t count) {
 
 }  // namespace
 
-uint64_t WriteReport(State& state) {
+ReportTotals WriteReport(State& state, const char* occasion) {
   static SpinLock report_lock;
+  static int reports_written = 0;
   SpinLockHolder hold(report_lock);
 
   std::vector<Leak> leaks;
+  std::vector<ThreadLive> threads;
   {
     Snapshot live(state.allocations);
     std::vector<Leak> by_stack(state.stacks.size() + 1);
@@ -117,64 +188,107 @@ uint64_t WriteReport(State& state) {
       ++leak.count;
       if (a.sequence < leak.first_sequence) {
         leak.first_sequence = a.sequence;
-        leak.thread = a.thread;
+        leak.thread = static_cast<uint32_t>(a.thread);
       }
+      const uint32_t serial = static_cast<uint32_t>(a.thread);
+      if (serial >= threads.size()) threads.resize(serial + 1);
+      threads[serial].serial = serial;
+      threads[serial].bytes += a.size;
+      ++threads[serial].count;
     }
-    for (const Leak& leak : by_stack) {
-      if (leak.count > 0) leaks.push_back(leak);
+    for (Leak& leak : by_stack) {
+      if (leak.count > 0) leaks.push_back(std::move(leak));
     }
   }
+  threads.erase(std::remove_if(threads.begin(), threads.end(),
+                               [](const ThreadLive& t) { return t.count == 0; }),
+                threads.end());
+  std::sort(threads.begin(), threads.end(), [](const ThreadLive& a, const ThreadLive& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.serial < b.serial;
+  });
+
+  // Name every stack, then keep the leaks the library filters let through.
+  Symbolizer symbolizer;
+  const ClosedModules* closed = state.closed.load(std::memory_order_acquire);
+  for (Leak& leak : leaks) {
+    void* const* pcs = nullptr;
+    int n = state.stacks.Frames(leak.stack_id, &pcs);
+    leak.frames = NameFrames(symbolizer, ProgramFrames(pcs, n), leak.first_sequence, closed);
+  }
+  leaks.erase(std::remove_if(leaks.begin(), leaks.end(),
+                             [&](const Leak& leak) { return !PassesFilters(state.options, leak.frames); }),
+              leaks.end());
   std::sort(leaks.begin(), leaks.end(), [](const Leak& a, const Leak& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     return a.first_sequence < b.first_sequence;
   });
 
-  uint64_t total_bytes = 0, total_count = 0;
+  ReportTotals totals;
   for (const Leak& leak : leaks) {
-    total_bytes += leak.bytes;
-    total_count += leak.count;
+    totals.bytes += leak.bytes;
+    totals.allocations += leak.count;
   }
+  const bool at_exit = std::strcmp(occasion, "exit") == 0;
+  const uint64_t live = state.allocations.live_count();
+  const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
 
-  Symbolizer symbolizer;
-  auto symbolize = [&](const Leak& leak) {
-    void* const* pcs = nullptr;
-    int n = state.stacks.Frames(leak.stack_id, &pcs);
-    std::vector<void*> frames = ProgramFrames(pcs, n);
-    return frames.empty() ? std::vector<SymbolizedFrame>()
-                          : symbolizer.SymbolizeTrace(frames.data(), static_cast<int>(frames.size()));
-  };
   std::string text;
   if (state.options.json) {
-    text = "{\"summary\":{\"bytes\":" + std::to_string(total_bytes) +
-           ",\"allocations\":" + std::to_string(total_count) +
-           ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) + "},\"leaks\":[";
+    using internal::JsonString;
+    text = "{\"occasion\":" + JsonString(occasion) + ",\"summary\":{\"bytes\":" +
+           std::to_string(totals.bytes) + ",\"allocations\":" + std::to_string(totals.allocations) +
+           ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) +
+           ",\"own_bytes\":" + std::to_string(own) + "},\"threads\":[";
+    for (size_t i = 0; i < threads.size(); ++i) {
+      ThreadLabel label = LabelOf(state.threads, threads[i].serial);
+      text += std::string(i ? "," : "") + "{\"thread\":" + JsonString(label.name) +
+              ",\"tid\":" + std::to_string(label.tid) + ",\"bytes\":" +
+              std::to_string(threads[i].bytes) + ",\"allocations\":" +
+              std::to_string(threads[i].count) + "}";
+    }
+    text += "],\"leaks\":[";
     for (size_t i = 0; i < leaks.size(); ++i) {
+      ThreadLabel label = LabelOf(state.threads, leaks[i].thread);
       text += std::string(i ? "," : "") + "{\"bytes\":" + std::to_string(leaks[i].bytes) +
-              ",\"allocations\":" + std::to_string(leaks[i].count) + ",\"thread\":\"" +
-              std::to_string(leaks[i].thread) + "\",\"frames\":" + FramesJson(symbolize(leaks[i])) +
-              "}";
+              ",\"allocations\":" + std::to_string(leaks[i].count) +
+              ",\"thread\":" + JsonString(label.name) + ",\"tid\":" + std::to_string(label.tid) +
+              ",\"frames\":" + FramesJson(leaks[i].frames) + "}";
     }
     text += "]}\n";
   } else {
+    const char* what = at_exit ? "leaks at exit" : "live allocations";
+    text += "==stackwalk-leakcheck== " + std::string(what) + " (report " +
+            std::to_string(reports_written + 1) + (at_exit ? "" : std::string(", on ") + occasion) +
+            ")\n";
     text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
             " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
     // What the checker itself holds: its tables, and per live allocation.
-    const uint64_t live = state.allocations.live_count();
-    const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
     text += "==stackwalk-leakcheck== own memory " + FormatBytes(own) + " (allocation table " +
             FormatBytes(state.allocations.table_bytes()) + ", stacks " +
             FormatBytes(state.stacks.bytes()) + ")";
     if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
     text += "\n";
+    constexpr size_t kThreadLines = 16;
+    for (size_t i = 0; i < threads.size() && i < kThreadLines; ++i) {
+      ThreadLabel label = LabelOf(state.threads, threads[i].serial);
+      text += "==stackwalk-leakcheck== thread " + label.name + " (tid " +
+              std::to_string(label.tid) + "): " + FormatBytes(threads[i].bytes) + " live in " +
+              FormatCount(threads[i].count) + "\n";
+    }
+    if (threads.size() > kThreadLines) {
+      text += "==stackwalk-leakcheck== ... and " + std::to_string(threads.size() - kThreadLines) +
+              " more threads\n";
+    }
     for (const Leak& leak : leaks) {
+      ThreadLabel label = LabelOf(state.threads, leak.thread);
       text += "\nLeak of " + FormatBytes(leak.bytes) + " in " + FormatCount(leak.count) +
-              " from thread " + std::to_string(leak.thread) + ", allocated at:\n";
-      std::vector<SymbolizedFrame> named = symbolize(leak);
-      if (named.empty()) {
+              " from thread " + label.name + " (tid " + std::to_string(label.tid) +
+              "), allocated at:\n";
+      if (leak.frames.empty()) {
         text += "    (no stack)\n";
         continue;
       }
-      std::string lines = FormatFrames(named);
+      std::string lines = FormatFrames(leak.frames);
       for (size_t start = 0; start < lines.size();) {
         size_t end = lines.find('\n', start);
         if (end == std::string::npos) end = lines.size();
@@ -182,8 +296,8 @@ uint64_t WriteReport(State& state) {
         start = end + 1;
       }
     }
-    text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(total_bytes) + " leaked in " +
-            FormatCount(total_count) + ".\n";
+    text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(totals.bytes) +
+            (at_exit ? " leaked in " : " live in ") + FormatCount(totals.allocations) + ".\n";
   }
 
   int fd = 2;
@@ -193,7 +307,9 @@ uint64_t WriteReport(State& state) {
     path.replace(at, 2, std::to_string(getpid()));
   }
   if (!path.empty()) {
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // The process's first report starts the file; later ones (signals, requests) follow it.
+    const int mode = reports_written == 0 ? O_TRUNC : O_APPEND;
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | mode, 0644);
     if (fd < 0) {
       std::fprintf(stderr, "stackwalk-leakcheck: cannot write %s; the report follows here\n",
                    path.c_str());
@@ -206,7 +322,8 @@ uint64_t WriteReport(State& state) {
     done += static_cast<size_t>(wrote);
   }
   if (fd != 2) close(fd);
-  return total_count;
+  ++reports_written;
+  return totals;
 }
 
 }  // namespace stackwalk::leakcheck

@@ -1,28 +1,47 @@
-// The leak checker's process-wide state: options, the live-allocation table and the stack table.
-// Constant-initialized, so allocation hooks can use it before any constructor has run.
+// The leak checker's process-wide state: options, the live-allocation table, the stack table and
+// the threads. Constant-initialized and never destroyed, so allocation hooks can use it before
+// any constructor has run and after every destructor.
 #ifndef STACKWALK_LEAKCHECK_STATE_H_
 #define STACKWALK_LEAKCHECK_STATE_H_
 
 #include <atomic>
+#include <cstdint>
 
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/options.h"
 #include "leakcheck/stack_table.h"
+#include "leakcheck/thread_registry.h"
 
 namespace stackwalk::leakcheck {
+
+class ClosedModules;
 
 struct State {
   Options options;
   std::atomic<bool> configured{false};
+  // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
+  std::atomic<bool> active{false};
   AllocationTable allocations;
   StackTable stacks;
+  ThreadRegistry threads;
+  std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed
 };
 
 State& GlobalState();
 
-// Writes the leak report for the allocations live now. Not signal-safe; serializes callers.
-// Returns the number of leaked allocations it reported.
-uint64_t WriteReport(State& state);
+// The unloaded-module registry, created on first use (allocates: call under a ReentryGuard).
+ClosedModules& ClosedModuleRegistry(State& state);
+
+struct ReportTotals {
+  uint64_t bytes = 0;
+  uint64_t allocations = 0;
+};
+
+// Writes the report of the allocations live now (leaks, at exit) to the configured output.
+// `occasion` names what asked for it ("exit", "signal 12", "request"); the first report of the
+// process replaces the output file, later ones are appended. Not signal-safe; serializes callers;
+// call under a ReentryGuard.
+ReportTotals WriteReport(State& state, const char* occasion);
 
 }  // namespace stackwalk::leakcheck
 

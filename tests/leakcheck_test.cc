@@ -76,10 +76,19 @@ TEST(Leakcheck, ReportsEachLeakingSiteWithExactBytesAndStack) {
   EXPECT_LT(run.report.find("Leak of 4096"), run.report.find("Leak of 300"));
   EXPECT_LT(run.report.find("Leak of 300"), run.report.find("Leak of 64"));
   std::smatch main_tid, other_tid;
-  std::regex tid("from thread (\\d+)");
+  std::regex tid("from thread (\\S+) \\(tid (\\d+)\\)");
   ASSERT_TRUE(std::regex_search(mallocs, main_tid, tid));
   ASSERT_TRUE(std::regex_search(thread, other_tid, tid));
-  EXPECT_NE(main_tid[1].str(), other_tid[1].str());
+  EXPECT_NE(main_tid[2].str(), other_tid[2].str());
+  // Names: the program's, and the one the worker took after its allocation (kept at its exit).
+  EXPECT_EQ(main_tid[1].str(), "leaky");
+  EXPECT_EQ(other_tid[1].str(), "leak-worker");
+  // The header gives each thread's live bytes.
+  EXPECT_NE(run.report.find("== thread leak-worker (tid " + other_tid[2].str() +
+                            "): 4096 bytes live in 1 allocation\n"),
+            std::string::npos) << run.report;
+  EXPECT_NE(run.report.find("== thread leaky (tid " + main_tid[2].str() + "): "),
+            std::string::npos) << run.report;
 }
 
 TEST(Leakcheck, EveryAllocatorFormFreedMeansNoLeak) {

@@ -1,0 +1,93 @@
+// leakcheck.h — the leak checker in-process: hooks the allocation functions of chosen libraries
+// by rewriting their GOT slots (no LD_PRELOAD), records live allocations with their stacks, and
+// reports the ones still live. Link stackwalk::leakcheck_inprocess.
+//
+// Example:
+//
+//   stackwalk::leakcheck::LeakCheckOptions options;
+//   options.libraries = {"libplugin*.so"};   // only these objects' allocations
+//   options.report_at_exit = false;
+//   if (absl::Status s = stackwalk::leakcheck::Start(options); !s.ok()) { ... }
+//   RunPlugin();
+//   auto totals = stackwalk::leakcheck::Report();   // writes the report, returns the totals
+//   stackwalk::leakcheck::Stop();                   // every GOT slot as it was
+//
+// What it hooks: malloc, calloc, realloc, reallocarray, free, cfree, memalign, posix_memalign,
+// aligned_alloc, valloc, pvalloc and every operator new/delete form, through the JUMP_SLOT and
+// GLOB_DAT relocations of each matching object (the main program included), plus dlopen (so
+// matching libraries loaded later are hooked too; their constructors' allocations are not seen)
+// and dlclose (so leaks of unloaded libraries are still named). Blocks freed that it never saw
+// pass through untouched. The C library, the dynamic loader and stackwalk's own libraries are
+// never hooked.
+//
+// Under LD_PRELOAD=libstackwalk_leakcheck.so (stackwalk-leakcheck) every object is hooked
+// already: Start() and Stop() return STACKWALK_LEAKCHECK_PRELOADED, Report() works.
+//
+// Thread safety: all functions are thread-safe. Signal safety: none is async-signal-safe (use
+// the report_signal option to report on a signal).
+#ifndef STACKWALK_LEAKCHECK_H_
+#define STACKWALK_LEAKCHECK_H_
+
+#include <stdint.h>
+
+#define STACKWALK_LEAKCHECK_OK 0
+#define STACKWALK_LEAKCHECK_BAD_OPTIONS (-1)
+#define STACKWALK_LEAKCHECK_ALREADY_STARTED (-2)
+#define STACKWALK_LEAKCHECK_NOT_STARTED (-3)
+#define STACKWALK_LEAKCHECK_PRELOADED (-4)
+#define STACKWALK_LEAKCHECK_NOTHING_HOOKED (-5)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
+// may be null): libraries, ignore_libraries, min_size, max_frames, method, output, format,
+// report_at_exit, report_signal, exitcode. Forgets what an earlier Start()..Stop() recorded.
+int stackwalk_leakcheck_start(const char* options);
+// Writes a report of the allocations live now (made since Start()) to the configured output;
+// stores the totals reported (after the library filters) if the pointers are not null.
+int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
+// Restores every GOT slot and stops recording.
+int stackwalk_leakcheck_stop(void);
+// 1 if the preloaded checker runs in this process.
+int stackwalk_leakcheck_preloaded(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "stackwalk/capture.h"
+
+namespace stackwalk::leakcheck {
+
+struct LeakCheckOptions {
+  // Globs matched against an object's path or file name. `libraries` empty: every object.
+  std::vector<std::string> libraries;
+  std::vector<std::string> ignore_libraries;
+  uint64_t min_size = 0;         // smaller allocations are not recorded
+  int max_frames = 32;           // 1..64
+  Method method = Method::kAuto; // kAuto, kFramePointer or kEhFrame
+  std::string output;            // report file ("%p" becomes the pid); stderr when empty
+  bool json = false;
+  bool report_at_exit = true;
+  int report_signal = 0;         // e.g. SIGUSR2: a report on each delivery
+};
+
+struct LeakTotals {
+  uint64_t bytes = 0;
+  uint64_t allocations = 0;
+};
+
+absl::Status Start(const LeakCheckOptions& options);
+absl::StatusOr<LeakTotals> Report();
+absl::Status Stop();
+
+}  // namespace stackwalk::leakcheck
+#endif  // __cplusplus
+
+#endif  // STACKWALK_LEAKCHECK_H_

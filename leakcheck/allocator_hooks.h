@@ -1,0 +1,140 @@
+// AllocatorHooks<real>: the body of every hooked allocation function, forwarding to `real` and
+// recording around it. The preloaded library exports these under the standard names; the
+// in-process mode writes their addresses into GOT slots.
+#ifndef STACKWALK_LEAKCHECK_ALLOCATOR_HOOKS_H_
+#define STACKWALK_LEAKCHECK_ALLOCATOR_HOOKS_H_
+
+#include <errno.h>
+
+#include <cstddef>
+#include <new>
+
+#include "leakcheck/real_allocator.h"
+#include "leakcheck/recording.h"
+
+namespace stackwalk::leakcheck {
+
+template <const RealAllocator& real>
+struct AllocatorHooks {
+  static void* Malloc(size_t size) {
+    void* p = real.malloc(size);
+    Record(p, size);
+    return p;
+  }
+  static void Free(void* p) {
+    Unrecord(p);
+    real.free(p);
+  }
+  static void* Calloc(size_t n, size_t size) {
+    void* p = real.calloc(n, size);
+    Record(p, n * size);  // an overflowing product was refused: p is null then
+    return p;
+  }
+  static void* Realloc(void* old, size_t size) {
+    Allocation before{};
+    const bool tracked = TakeRecord(old, &before);
+    void* p = real.realloc(old, size);
+    if (p != nullptr) {
+      Record(p, size);
+    } else if (tracked && size != 0) {
+      RestoreRecord(before);  // failed: the old block lives on
+    }
+    return p;
+  }
+  static void* Reallocarray(void* old, size_t n, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes)) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return Realloc(old, bytes);
+  }
+  static void* Memalign(size_t align, size_t size) {
+    void* p = real.memalign(align, size);
+    Record(p, size);
+    return p;
+  }
+  static void* AlignedAlloc(size_t align, size_t size) {
+    void* p = real.aligned_alloc(align, size);
+    Record(p, size);
+    return p;
+  }
+  static int PosixMemalign(void** out, size_t align, size_t size) {
+    int error = real.posix_memalign(out, align, size);
+    if (error == 0) Record(*out, size);
+    return error;
+  }
+  static void* Valloc(size_t size) {
+    void* p = real.valloc(size);
+    Record(p, size);
+    return p;
+  }
+  static void* Pvalloc(size_t size) {
+    void* p = real.pvalloc(size);
+    Record(p, size);
+    return p;
+  }
+
+  // operator new: the real one may call malloc through a hooked slot of its own; that inner
+  // call is part of this allocation, not another one.
+  static void* New(size_t size) {
+    void* p;
+    {
+      ReentryGuard inner;
+      p = real.new_throwing(size);
+    }
+    Record(p, size);
+    return p;
+  }
+  static void* NewNothrow(size_t size, const std::nothrow_t& tag) noexcept {
+    void* p;
+    {
+      ReentryGuard inner;
+      p = real.new_nothrow(size, tag);
+    }
+    Record(p, size);
+    return p;
+  }
+  static void* NewAligned(size_t size, std::align_val_t align) {
+    void* p;
+    {
+      ReentryGuard inner;
+      p = real.new_aligned(size, align);
+    }
+    Record(p, size);
+    return p;
+  }
+  static void* NewAlignedNothrow(size_t size, std::align_val_t align,
+                                 const std::nothrow_t& tag) noexcept {
+    void* p;
+    {
+      ReentryGuard inner;
+      p = real.new_aligned_nothrow(size, align, tag);
+    }
+    Record(p, size);
+    return p;
+  }
+  static void Delete(void* p) noexcept {
+    Unrecord(p);
+    ReentryGuard inner;
+    real.delete_plain(p);
+  }
+  static void DeleteSized(void* p, size_t) noexcept { Delete(p); }
+  static void DeleteNothrow(void* p, const std::nothrow_t&) noexcept { Delete(p); }
+  static void DeleteAligned(void* p, std::align_val_t align) noexcept {
+    Unrecord(p);
+    ReentryGuard inner;
+    real.delete_aligned(p, align);
+  }
+  static void DeleteSizedAligned(void* p, size_t, std::align_val_t align) noexcept {
+    DeleteAligned(p, align);
+  }
+  static void DeleteAlignedNothrow(void* p, std::align_val_t align,
+                                   const std::nothrow_t&) noexcept {
+    DeleteAligned(p, align);
+  }
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_ALLOCATOR_HOOKS_H_

@@ -1,0 +1,41 @@
+// ClosedModules: objects that dlclose unloaded, with where they were mapped and when, so the
+// report can still name frames of allocations made in them before they went away. The
+// dlclose hooks (preloaded and PLT/GOT) take a list of the loaded objects before the real call
+// and hand it here after; whatever vanished is kept. Not for the allocation path.
+#ifndef STACKWALK_LEAKCHECK_CLOSED_MODULES_H_
+#define STACKWALK_LEAKCHECK_CLOSED_MODULES_H_
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace stackwalk::leakcheck {
+
+struct LoadedObject {
+  std::string path;
+  uintptr_t bias = 0;
+  uintptr_t start = 0;  // lowest and highest address of its PT_LOAD segments
+  uintptr_t end = 0;
+  uint64_t closed_at = 0;  // allocation sequence number when it was unloaded
+};
+
+// The objects loaded now (dl_iterate_phdr). Allocates: call under a ReentryGuard.
+std::vector<LoadedObject> ListLoadedObjects();
+
+class ClosedModules {
+ public:
+  // Keeps every object of `before` that is no longer loaded, stamped with `sequence`.
+  void RecordUnloaded(const std::vector<LoadedObject>& before, uint64_t sequence);
+  // The object that held `pc` for an allocation made at `allocated_at`: one unloaded after it.
+  // Returns false if none did.
+  bool Find(uintptr_t pc, uint64_t allocated_at, LoadedObject* out) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<LoadedObject> closed_;
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_CLOSED_MODULES_H_

@@ -1,0 +1,375 @@
+// libstackwalk_leakcheck_inprocess.so: the leak checker without LD_PRELOAD. Start() points the
+// GOT slots of the allocation functions in the chosen objects at AllocatorHooks forwarding to the
+// process's own allocator, and hooks dlopen/dlclose everywhere so that libraries loaded later are
+// patched too and unloaded ones are remembered. Stop() writes every slot back.
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "leakcheck/allocator_hooks.h"
+#include "leakcheck/closed_modules.h"
+#include "leakcheck/got_patch.h"
+#include "leakcheck/session.h"
+#include "leakcheck/state.h"
+#include "stackwalk/leakcheck.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+namespace stackwalk::leakcheck {
+namespace {
+
+RealAllocator g_real = {};  // resolved by Start(), per symbol, from the process's global scope
+using Hooks = AllocatorHooks<g_real>;
+
+std::mutex g_mutex;  // Start, Stop, Report and the dlopen/dlclose hooks
+bool g_started = false;
+GotPatcher* g_patcher = nullptr;  // created once, never freed
+
+using DlopenFn = void* (*)(const char*, int);
+using DlcloseFn = int (*)(void*);
+DlopenFn g_real_dlopen = nullptr;
+DlcloseFn g_real_dlclose = nullptr;
+
+#if __SIZEOF_SIZE_T__ == 8
+#define SIZE_MANGLING "m"
+#else
+#define SIZE_MANGLING "j"
+#endif
+
+// Each hooked symbol, its replacement and the RealAllocator entry it needs.
+struct HookedSymbol {
+  const char* symbol;
+  void* replacement;
+  void** real;  // the entry of g_real the replacement forwards to
+};
+
+template <class T>
+void** Entry(T& field) {
+  return reinterpret_cast<void**>(&field);
+}
+
+std::vector<HookedSymbol> HookedSymbols() {
+  auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
+  return {
+      {"malloc", fn(&Hooks::Malloc), Entry(g_real.malloc)},
+      {"free", fn(&Hooks::Free), Entry(g_real.free)},
+      {"cfree", fn(&Hooks::Free), Entry(g_real.free)},
+      {"calloc", fn(&Hooks::Calloc), Entry(g_real.calloc)},
+      {"realloc", fn(&Hooks::Realloc), Entry(g_real.realloc)},
+      {"reallocarray", fn(&Hooks::Reallocarray), Entry(g_real.realloc)},
+      {"memalign", fn(&Hooks::Memalign), Entry(g_real.memalign)},
+      {"aligned_alloc", fn(&Hooks::AlignedAlloc), Entry(g_real.aligned_alloc)},
+      {"posix_memalign", fn(&Hooks::PosixMemalign), Entry(g_real.posix_memalign)},
+      {"valloc", fn(&Hooks::Valloc), Entry(g_real.valloc)},
+      {"pvalloc", fn(&Hooks::Pvalloc), Entry(g_real.pvalloc)},
+      {"_Znw" SIZE_MANGLING, fn(&Hooks::New), Entry(g_real.new_throwing)},
+      {"_Zna" SIZE_MANGLING, fn(&Hooks::New), Entry(g_real.new_throwing)},
+      {"_Znw" SIZE_MANGLING "RKSt9nothrow_t", fn(&Hooks::NewNothrow), Entry(g_real.new_nothrow)},
+      {"_Zna" SIZE_MANGLING "RKSt9nothrow_t", fn(&Hooks::NewNothrow), Entry(g_real.new_nothrow)},
+      {"_Znw" SIZE_MANGLING "St11align_val_t", fn(&Hooks::NewAligned), Entry(g_real.new_aligned)},
+      {"_Zna" SIZE_MANGLING "St11align_val_t", fn(&Hooks::NewAligned), Entry(g_real.new_aligned)},
+      {"_Znw" SIZE_MANGLING "St11align_val_tRKSt9nothrow_t", fn(&Hooks::NewAlignedNothrow),
+       Entry(g_real.new_aligned_nothrow)},
+      {"_Zna" SIZE_MANGLING "St11align_val_tRKSt9nothrow_t", fn(&Hooks::NewAlignedNothrow),
+       Entry(g_real.new_aligned_nothrow)},
+      {"_ZdlPv", fn(&Hooks::Delete), Entry(g_real.delete_plain)},
+      {"_ZdaPv", fn(&Hooks::Delete), Entry(g_real.delete_plain)},
+      {"_ZdlPv" SIZE_MANGLING, fn(&Hooks::DeleteSized), Entry(g_real.delete_plain)},
+      {"_ZdaPv" SIZE_MANGLING, fn(&Hooks::DeleteSized), Entry(g_real.delete_plain)},
+      {"_ZdlPvRKSt9nothrow_t", fn(&Hooks::DeleteNothrow), Entry(g_real.delete_plain)},
+      {"_ZdaPvRKSt9nothrow_t", fn(&Hooks::DeleteNothrow), Entry(g_real.delete_plain)},
+      {"_ZdlPvSt11align_val_t", fn(&Hooks::DeleteAligned), Entry(g_real.delete_aligned)},
+      {"_ZdaPvSt11align_val_t", fn(&Hooks::DeleteAligned), Entry(g_real.delete_aligned)},
+      {"_ZdlPv" SIZE_MANGLING "St11align_val_t", fn(&Hooks::DeleteSizedAligned),
+       Entry(g_real.delete_aligned)},
+      {"_ZdaPv" SIZE_MANGLING "St11align_val_t", fn(&Hooks::DeleteSizedAligned),
+       Entry(g_real.delete_aligned)},
+      {"_ZdlPvSt11align_val_tRKSt9nothrow_t", fn(&Hooks::DeleteAlignedNothrow),
+       Entry(g_real.delete_aligned)},
+      {"_ZdaPvSt11align_val_tRKSt9nothrow_t", fn(&Hooks::DeleteAlignedNothrow),
+       Entry(g_real.delete_aligned)},
+  };
+}
+
+// Objects whose slots are never rewritten: the C library and the loader (their calls are
+// internal), the vDSO, and stackwalk's own libraries (the checker's memory is not the program's).
+bool NeverHooked(const std::string& path) {
+  return path.empty() ||
+         MatchesAnyPattern("ld-linux*,ld-*.so*,libc.so*,libstackwalk*,linux-vdso*,linux-gate*",
+                           path.c_str());
+}
+
+bool AllocationsHooked(const std::string& path) {
+  const Options& o = GlobalState().options;
+  if (NeverHooked(path)) return false;
+  if (o.libraries[0] != '\0' && !MatchesAnyPattern(o.libraries, path.c_str())) return false;
+  return !MatchesAnyPattern(o.ignore_libraries, path.c_str());
+}
+
+void* DlopenHook(const char* file, int mode);
+int DlcloseHook(void* handle);
+
+// Rewrites the slots of every loaded object as the options say. Caller holds g_mutex.
+int PatchLoaded() {
+  std::vector<GotHook> allocation_hooks;
+  for (const HookedSymbol& h : HookedSymbols()) {
+    if (*h.real == nullptr) *h.real = dlsym(RTLD_DEFAULT, h.symbol);  // libstdc++ may come later
+    if (*h.real != nullptr) allocation_hooks.push_back({h.symbol, h.replacement});
+  }
+  int patched = g_patcher->Patch(allocation_hooks, AllocationsHooked);
+  std::vector<GotHook> loader_hooks = {{"dlopen", reinterpret_cast<void*>(&DlopenHook)},
+                                       {"dlclose", reinterpret_cast<void*>(&DlcloseHook)}};
+  g_patcher->Patch(loader_hooks, [](const std::string& path) { return !NeverHooked(path); });
+  return patched;
+}
+
+// The directory of an object's file, for $ORIGIN.
+std::string Origin(const link_map* map) {
+  std::string path = map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : "";
+  if (path.empty()) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) path.assign(exe, static_cast<size_t>(n));
+  }
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// dlopen looks a bare name up along its caller's RPATH/RUNPATH, and the caller of the real
+// dlopen is now this library: find the file along the original caller's paths first (in the
+// loader's order: RPATH, LD_LIBRARY_PATH, RUNPATH). Empty if the real dlopen should search.
+std::string FindAsCaller(const char* file, const void* caller) {
+  if (file == nullptr || std::strchr(file, '/') != nullptr) return "";
+  Dl_info info;
+  link_map* map = nullptr;
+  if (dladdr1(caller, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr || map->l_ld == nullptr) {
+    return "";
+  }
+  const char* strtab = nullptr;
+  const char* rpath = nullptr;
+  const char* runpath = nullptr;
+  ElfW(Xword) rpath_offset = 0, runpath_offset = 0;
+  bool has_rpath = false, has_runpath = false;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag == DT_STRTAB) {
+      uintptr_t p = d->d_un.d_ptr;
+      strtab = reinterpret_cast<const char*>(p < map->l_addr ? p + map->l_addr : p);
+    } else if (d->d_tag == DT_RPATH) {
+      rpath_offset = d->d_un.d_val;
+      has_rpath = true;
+    } else if (d->d_tag == DT_RUNPATH) {
+      runpath_offset = d->d_un.d_val;
+      has_runpath = true;
+    }
+  }
+  if (strtab == nullptr) return "";
+  if (has_rpath) rpath = strtab + rpath_offset;
+  if (has_runpath) runpath = strtab + runpath_offset;
+  std::vector<std::string> dirs;
+  auto add = [&](const char* list) {
+    if (list == nullptr) return;
+    for (const char* p = list;;) {
+      const char* end = std::strchr(p, ':');
+      std::string dir(p, end != nullptr ? static_cast<size_t>(end - p) : std::strlen(p));
+      for (const char* origin : {"${ORIGIN}", "$ORIGIN"}) {
+        for (size_t at; (at = dir.find(origin)) != std::string::npos;) {
+          dir.replace(at, std::strlen(origin), Origin(map));
+        }
+      }
+      if (!dir.empty()) dirs.push_back(dir);
+      if (end == nullptr) break;
+      p = end + 1;
+    }
+  };
+  if (!has_runpath) add(rpath);
+  add(getenv("LD_LIBRARY_PATH"));
+  add(runpath);
+  for (const std::string& dir : dirs) {
+    std::string candidate = dir + "/" + file;
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+__attribute__((noinline)) void* DlopenHook(const char* file, int mode) {
+  const void* caller = __builtin_return_address(0);
+  std::string found;
+  {
+    ReentryGuard own;
+    found = FindAsCaller(file, caller);
+  }
+  void* handle = g_real_dlopen(found.empty() ? file : found.c_str(), mode);
+  if (handle != nullptr) {
+    ReentryGuard own;
+    std::lock_guard<std::mutex> hold(g_mutex);
+    if (g_started) PatchLoaded();
+  }
+  return handle;
+}
+
+int DlcloseHook(void* handle) {
+  ReentryGuard own;
+  std::vector<LoadedObject> before = ListLoadedObjects();
+  int result = g_real_dlclose(handle);
+  State& s = GlobalState();
+  ClosedModuleRegistry(s).RecordUnloaded(before, s.allocations.next_sequence());
+  std::lock_guard<std::mutex> hold(g_mutex);
+  if (g_patcher != nullptr) g_patcher->ForgetUnloaded();
+  return result;
+}
+
+bool Preloaded() {
+  // Resolves to the preloaded library's definition when it is there.
+  return stackwalk_leakcheck_preloaded() != 0;
+}
+
+int StartWith(const Options& options) {
+  if (Preloaded()) return STACKWALK_LEAKCHECK_PRELOADED;
+  ReentryGuard own;
+  std::lock_guard<std::mutex> hold(g_mutex);
+  if (g_started) return STACKWALK_LEAKCHECK_ALREADY_STARTED;
+  State& s = GlobalState();
+  s.options = options;
+  s.configured.store(true, std::memory_order_release);
+  s.allocations.Clear();  // what an earlier session left is not this one's
+  if (g_real_dlopen == nullptr) {
+    g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_DEFAULT, "dlopen"));
+    g_real_dlclose = reinterpret_cast<DlcloseFn>(dlsym(RTLD_DEFAULT, "dlclose"));
+  }
+  if (g_patcher == nullptr) g_patcher = new GotPatcher();
+  s.active.store(true, std::memory_order_release);
+  if (PatchLoaded() == 0) {
+    g_patcher->RestoreAll();
+    s.active.store(false, std::memory_order_release);
+    return STACKWALK_LEAKCHECK_NOTHING_HOOKED;
+  }
+  InstallForkHandlers();
+  if (options.report_signal != 0) StartSignalReports(options.report_signal);
+  g_started = true;
+  return STACKWALK_LEAKCHECK_OK;
+}
+
+// At exit, while still started: the report, as the preloaded checker gives.
+__attribute__((destructor)) void ReportInProcessAtExit() {
+  if (g_started) ReportAtExit();
+}
+
+absl::Status StatusOf(int code) {
+  switch (code) {
+    case STACKWALK_LEAKCHECK_OK: return absl::OkStatus();
+    case STACKWALK_LEAKCHECK_BAD_OPTIONS: return absl::InvalidArgumentError("bad leak check options");
+    case STACKWALK_LEAKCHECK_ALREADY_STARTED:
+      return absl::FailedPreconditionError("the leak checker is already started");
+    case STACKWALK_LEAKCHECK_NOT_STARTED:
+      return absl::FailedPreconditionError("the leak checker is not started");
+    case STACKWALK_LEAKCHECK_PRELOADED:
+      return absl::FailedPreconditionError(
+          "the preloaded leak checker (LD_PRELOAD) already hooks every allocation in this process");
+    case STACKWALK_LEAKCHECK_NOTHING_HOOKED:
+      return absl::NotFoundError("no loaded object matches the libraries to check");
+    default: return absl::InternalError(absl::StrCat("leak checker error ", code));
+  }
+}
+
+bool CopyTo(const std::string& value, char* out, size_t size) {
+  if (value.size() >= size) return false;
+  std::memcpy(out, value.c_str(), value.size() + 1);
+  return true;
+}
+
+}  // namespace
+
+absl::Status Start(const LeakCheckOptions& options) {
+  Options o;
+  for (const auto* list : {&options.libraries, &options.ignore_libraries}) {
+    for (const std::string& pattern : *list) {
+      if (pattern.empty() || pattern.find(',') != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("bad library pattern \"", pattern, "\""));
+      }
+    }
+  }
+  if (!CopyTo(absl::StrJoin(options.libraries, ","), o.libraries, sizeof(o.libraries)) ||
+      !CopyTo(absl::StrJoin(options.ignore_libraries, ","), o.ignore_libraries,
+              sizeof(o.ignore_libraries))) {
+    return absl::InvalidArgumentError("library patterns too long");
+  }
+  if (!CopyTo(options.output, o.output, sizeof(o.output))) {
+    return absl::InvalidArgumentError("output path too long");
+  }
+  if (options.max_frames < 1 || options.max_frames > StackTable::kMaxFrames) {
+    return absl::InvalidArgumentError("max_frames must be 1..64");
+  }
+  if (options.method != Method::kAuto && options.method != Method::kFramePointer &&
+      options.method != Method::kEhFrame) {
+    return absl::InvalidArgumentError("method must be kAuto, kFramePointer or kEhFrame");
+  }
+  if (options.report_signal < 0 || options.report_signal >= NSIG) {
+    return absl::InvalidArgumentError("bad report_signal");
+  }
+  o.min_size = options.min_size;
+  o.max_frames = options.max_frames;
+  o.method = static_cast<int>(options.method);
+  o.json = options.json;
+  o.report_at_exit = options.report_at_exit;
+  o.report_signal = options.report_signal;
+  return StatusOf(StartWith(o));
+}
+
+absl::StatusOr<LeakTotals> Report() {
+  LeakTotals totals;
+  int code = stackwalk_leakcheck_report(&totals.bytes, &totals.allocations);
+  if (code != STACKWALK_LEAKCHECK_OK) return StatusOf(code);
+  return totals;
+}
+
+absl::Status Stop() { return StatusOf(stackwalk_leakcheck_stop()); }
+
+}  // namespace stackwalk::leakcheck
+
+extern "C" {
+
+EXPORT int stackwalk_leakcheck_start(const char* text) {
+  int problems = 0;
+  stackwalk::leakcheck::Options options = stackwalk::leakcheck::ParseOptions(text, &problems);
+  if (problems != 0) return STACKWALK_LEAKCHECK_BAD_OPTIONS;
+  return stackwalk::leakcheck::StartWith(options);
+}
+
+EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  {
+    std::lock_guard<std::mutex> hold(g_mutex);
+    if (!g_started) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  }
+  ReportTotals totals = WriteReport(GlobalState(), "request");
+  if (bytes != nullptr) *bytes = totals.bytes;
+  if (allocations != nullptr) *allocations = totals.allocations;
+  return STACKWALK_LEAKCHECK_OK;
+}
+
+EXPORT int stackwalk_leakcheck_stop(void) {
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  std::lock_guard<std::mutex> hold(g_mutex);
+  if (!g_started) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  g_patcher->RestoreAll();
+  GlobalState().active.store(false, std::memory_order_release);
+  StopSignalReports();
+  g_started = false;
+  return STACKWALK_LEAKCHECK_OK;
+}
+
+EXPORT int stackwalk_leakcheck_preloaded(void) { return 0; }
+
+}  // extern "C"

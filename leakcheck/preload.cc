@@ -1,0 +1,181 @@
+// libstackwalk_leakcheck.so, for LD_PRELOAD: exports every malloc-family entry point and every
+// operator new/delete form, recording around glibc's own __libc_* allocator (so the hooks never
+// call themselves and need no dlsym), and dlclose, to remember what it unloads.
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <cstdlib>
+#include <new>
+
+#include "leakcheck/allocator_hooks.h"
+#include "leakcheck/closed_modules.h"
+#include "leakcheck/session.h"
+#include "leakcheck/state.h"
+#include "stackwalk/leakcheck.h"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void* __libc_valloc(size_t);
+void* __libc_pvalloc(size_t);
+void __libc_free(void*);
+}
+
+#define EXPORT __attribute__((visibility("default")))
+
+namespace stackwalk::leakcheck {
+namespace {
+
+void* LibcReallocarray(void* old, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return __libc_realloc(old, bytes);
+}
+void* LibcAlignedAlloc(size_t align, size_t size) { return __libc_memalign(align, size); }
+int LibcPosixMemalign(void** out, size_t align, size_t size) {
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  void* p = __libc_memalign(align, size);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* LibcNew(size_t size) {
+  void* p = __libc_malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* LibcNewNothrow(size_t size, const std::nothrow_t&) {
+  return __libc_malloc(size == 0 ? 1 : size);
+}
+void* LibcNewAligned(size_t size, std::align_val_t align) {
+  void* p = __libc_memalign(static_cast<size_t>(align), size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* LibcNewAlignedNothrow(size_t size, std::align_val_t align, const std::nothrow_t&) {
+  return __libc_memalign(static_cast<size_t>(align), size == 0 ? 1 : size);
+}
+void LibcDelete(void* p) { __libc_free(p); }
+void LibcDeleteAligned(void* p, std::align_val_t) { __libc_free(p); }
+
+// Constant-initialized: the hooks work from the process's first allocation.
+constexpr RealAllocator kLibc = {
+    __libc_malloc,     __libc_calloc,    __libc_realloc,        LibcReallocarray,
+    __libc_free,       __libc_memalign,  LibcAlignedAlloc,      LibcPosixMemalign,
+    __libc_valloc,     __libc_pvalloc,   LibcNew,               LibcNewNothrow,
+    LibcNewAligned,    LibcNewAlignedNothrow, LibcDelete,       LibcDeleteAligned};
+
+using Hooks = AllocatorHooks<kLibc>;
+
+__attribute__((constructor(101))) void StartPreloaded() {
+  State& s = ConfiguredState();
+  InstallForkHandlers();
+  if (s.options.report_signal != 0 && !StartSignalReports(s.options.report_signal)) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot report on signal %d\n",
+                 s.options.report_signal);
+  }
+}
+
+// The report at exit: after every other destructor (this library was loaded first).
+__attribute__((destructor)) void ReportPreloadedAtExit() { ReportAtExit(); }
+
+}  // namespace
+}  // namespace stackwalk::leakcheck
+
+using stackwalk::leakcheck::Hooks;
+
+extern "C" {
+
+EXPORT void* malloc(size_t size) { return Hooks::Malloc(size); }
+EXPORT void free(void* p) { Hooks::Free(p); }
+EXPORT void cfree(void* p) { Hooks::Free(p); }  // old binaries still call it
+EXPORT void* calloc(size_t n, size_t size) { return Hooks::Calloc(n, size); }
+EXPORT void* realloc(void* old, size_t size) { return Hooks::Realloc(old, size); }
+EXPORT void* reallocarray(void* old, size_t n, size_t size) {
+  return Hooks::Reallocarray(old, n, size);
+}
+EXPORT void* memalign(size_t align, size_t size) { return Hooks::Memalign(align, size); }
+EXPORT void* aligned_alloc(size_t align, size_t size) { return Hooks::AlignedAlloc(align, size); }
+EXPORT int posix_memalign(void** out, size_t align, size_t size) {
+  return Hooks::PosixMemalign(out, align, size);
+}
+EXPORT void* valloc(size_t size) { return Hooks::Valloc(size); }
+EXPORT void* pvalloc(size_t size) { return Hooks::Pvalloc(size); }
+
+// dlclose: what it unloads is remembered, so leaks made in it are still named.
+EXPORT int dlclose(void* handle) {
+  using Dlclose = int (*)(void*);
+  static Dlclose real = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
+  if (real == nullptr) return -1;
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  std::vector<LoadedObject> before = ListLoadedObjects();
+  int result = real(handle);
+  State& s = GlobalState();
+  ClosedModuleRegistry(s).RecordUnloaded(before, s.allocations.next_sequence());
+  return result;
+}
+
+// The in-process API, for a program that runs preloaded: reports work, Start()/Stop() refuse
+// (everything is hooked already, for the process's whole life).
+EXPORT int stackwalk_leakcheck_start(const char*) { return STACKWALK_LEAKCHECK_PRELOADED; }
+EXPORT int stackwalk_leakcheck_stop(void) { return STACKWALK_LEAKCHECK_PRELOADED; }
+EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  ReportTotals totals = WriteReport(GlobalState(), "request");
+  if (bytes != nullptr) *bytes = totals.bytes;
+  if (allocations != nullptr) *allocations = totals.allocations;
+  return 0;
+}
+EXPORT int stackwalk_leakcheck_preloaded(void) { return 1; }
+
+}  // extern "C"
+
+void* operator new(size_t size) { return Hooks::New(size); }
+void* operator new[](size_t size) { return Hooks::New(size); }
+void* operator new(size_t size, const std::nothrow_t& tag) noexcept {
+  return Hooks::NewNothrow(size, tag);
+}
+void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
+  return Hooks::NewNothrow(size, tag);
+}
+void* operator new(size_t size, std::align_val_t align) { return Hooks::NewAligned(size, align); }
+void* operator new[](size_t size, std::align_val_t align) {
+  return Hooks::NewAligned(size, align);
+}
+void* operator new(size_t size, std::align_val_t align, const std::nothrow_t& tag) noexcept {
+  return Hooks::NewAlignedNothrow(size, align, tag);
+}
+void* operator new[](size_t size, std::align_val_t align, const std::nothrow_t& tag) noexcept {
+  return Hooks::NewAlignedNothrow(size, align, tag);
+}
+void operator delete(void* p) noexcept { Hooks::Delete(p); }
+void operator delete[](void* p) noexcept { Hooks::Delete(p); }
+void operator delete(void* p, size_t size) noexcept { Hooks::DeleteSized(p, size); }
+void operator delete[](void* p, size_t size) noexcept { Hooks::DeleteSized(p, size); }
+void operator delete(void* p, const std::nothrow_t& tag) noexcept { Hooks::DeleteNothrow(p, tag); }
+void operator delete[](void* p, const std::nothrow_t& tag) noexcept {
+  Hooks::DeleteNothrow(p, tag);
+}
+void operator delete(void* p, std::align_val_t align) noexcept { Hooks::DeleteAligned(p, align); }
+void operator delete[](void* p, std::align_val_t align) noexcept {
+  Hooks::DeleteAligned(p, align);
+}
+void operator delete(void* p, size_t size, std::align_val_t align) noexcept {
+  Hooks::DeleteSizedAligned(p, size, align);
+}
+void operator delete[](void* p, size_t size, std::align_val_t align) noexcept {
+  Hooks::DeleteSizedAligned(p, size, align);
+}
+void operator delete(void* p, std::align_val_t align, const std::nothrow_t& tag) noexcept {
+  Hooks::DeleteAlignedNothrow(p, align, tag);
+}
+void operator delete[](void* p, std::align_val_t align, const std::nothrow_t& tag) noexcept {
+  Hooks::DeleteAlignedNothrow(p, align, tag);
+}

@@ -1,0 +1,109 @@
+#include "leakcheck/recording.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "leakcheck/closed_modules.h"
+#include "stackwalk/capture.h"
+
+namespace stackwalk::leakcheck {
+
+// Initial-exec: the thread-locals live in static TLS, so touching them never allocates.
+__attribute__((tls_model("initial-exec"))) static thread_local bool t_inside = false;
+__attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
+
+State& GlobalState() {
+  static State state;  // constant-initialized, trivially destructible
+  return state;
+}
+
+ClosedModules& ClosedModuleRegistry(State& state) {
+  ClosedModules* closed = state.closed.load(std::memory_order_acquire);
+  if (closed == nullptr) {
+    auto* fresh = new ClosedModules();
+    if (state.closed.compare_exchange_strong(closed, fresh, std::memory_order_acq_rel)) {
+      closed = fresh;
+    } else {
+      delete fresh;
+    }
+  }
+  return *closed;
+}
+
+ReentryGuard::ReentryGuard() : was_inside_(t_inside) { t_inside = true; }
+ReentryGuard::~ReentryGuard() { t_inside = was_inside_; }
+
+State& ConfiguredState() {
+  State& s = GlobalState();
+  if (!s.configured.load(std::memory_order_acquire)) {
+    // Only the preloaded library gets here (Start() configures the in-process one first), and
+    // it records from the first allocation on.
+    s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
+    s.active.store(true, std::memory_order_relaxed);
+    s.configured.store(true, std::memory_order_release);
+  }
+  return s;
+}
+
+namespace {
+
+// Tells the registry a thread's final name when it exits (threads that allocated only).
+pthread_key_t g_exit_key;
+std::atomic<int> g_exit_key_state{0};  // 0 none, 1 creating, 2 ready
+
+void ThreadExiting(void* serial) {
+  GlobalState().threads.MarkExited(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(serial)));
+}
+
+void WatchThreadExit(uint32_t serial) {
+  int expected = 0;
+  if (g_exit_key_state.compare_exchange_strong(expected, 1)) {
+    g_exit_key_state.store(pthread_key_create(&g_exit_key, ThreadExiting) == 0 ? 2 : 3);
+  }
+  if (g_exit_key_state.load() == 2) {
+    pthread_setspecific(g_exit_key, reinterpret_cast<void*>(uintptr_t{serial}));
+  }
+}
+
+}  // namespace
+
+uint32_t ThreadSerial() {
+  if (t_serial == 0) {
+    t_serial = GlobalState().threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
+    if (t_serial != 0) WatchThreadExit(t_serial);
+  }
+  return t_serial;
+}
+
+void ForgetThreadAfterFork() { t_serial = 0; }
+
+__attribute__((noinline)) void Record(void* p, size_t size) {
+  if (p == nullptr || t_inside) return;
+  State& s = ConfiguredState();
+  if (!s.active.load(std::memory_order_relaxed) || size < s.options.min_size) return;
+  t_inside = true;
+  void* pcs[StackTable::kMaxFrames];
+  int n = stackwalk::Capture(pcs, s.options.max_frames, static_cast<stackwalk::Method>(s.options.method));
+  uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
+  s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id,
+                       static_cast<int32_t>(ThreadSerial()));
+  t_inside = false;
+}
+
+void Unrecord(void* p) {
+  // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
+  if (p != nullptr) GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p));
+}
+
+bool TakeRecord(void* p, Allocation* removed) {
+  return p != nullptr && GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p), removed);
+}
+
+void RestoreRecord(const Allocation& a) {
+  GlobalState().allocations.Insert(a.address, a.size, a.stack_id, a.thread);
+}
+
+}  // namespace stackwalk::leakcheck

@@ -1,0 +1,45 @@
+// Recording: what every hook does around the real allocator call. An allocation is recorded
+// with its stack (hash-consed) and its thread; a free forgets it. A per-thread guard keeps the
+// checker's own allocations, and allocations nested inside a hooked call, out of the records.
+#ifndef STACKWALK_LEAKCHECK_RECORDING_H_
+#define STACKWALK_LEAKCHECK_RECORDING_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "leakcheck/state.h"
+
+namespace stackwalk::leakcheck {
+
+// Marks the calling thread as inside the checker for its lifetime; nests.
+class ReentryGuard {
+ public:
+  ReentryGuard();
+  ~ReentryGuard();
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+
+ private:
+  bool was_inside_;
+};
+
+// The state, with options read from STACKWALK_LEAKCHECK on first use unless already set.
+State& ConfiguredState();
+
+// Records `p` (null is ignored) as `size` bytes allocated by the caller's stack.
+void Record(void* p, size_t size);
+// Forgets `p`; blocks never recorded pass unnoticed.
+void Unrecord(void* p);
+// Takes `p`'s record out (for realloc); false if it was not tracked.
+bool TakeRecord(void* p, Allocation* removed);
+// Puts back a record taken by TakeRecord (a failed realloc keeps its block).
+void RestoreRecord(const Allocation& a);
+
+// The calling thread's serial in the thread registry (registering it on first use).
+uint32_t ThreadSerial();
+// After fork(), in the child: its one thread is a new thread.
+void ForgetThreadAfterFork();
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_RECORDING_H_

@@ -1,0 +1,119 @@
+#include "leakcheck/session.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "leakcheck/recording.h"
+#include "leakcheck/state.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+void BeforeFork() {
+  GlobalState().stacks.LockAll();
+  GlobalState().allocations.LockAll();
+}
+void AfterForkParent() {
+  GlobalState().allocations.UnlockAll();
+  GlobalState().stacks.UnlockAll();
+}
+void AfterForkChild();
+
+// The signal reporter: the handler posts the semaphore (async-signal-safe), the thread waits on
+// it and writes the report outside signal context.
+sem_t g_report_requests;
+std::atomic<bool> g_reporter_running{false};
+std::atomic<bool> g_reporter_stopping{false};
+pthread_t g_reporter;
+int g_report_signal = 0;
+struct sigaction g_previous_action;
+
+void OnReportSignal(int) {
+  int saved = errno;
+  sem_post(&g_report_requests);
+  errno = saved;
+}
+
+void* ReporterMain(void*) {
+  ReentryGuard own_thread;  // everything this thread allocates is the checker's
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  char occasion[32];
+  std::snprintf(occasion, sizeof(occasion), "signal %d", g_report_signal);
+  for (;;) {
+    while (sem_wait(&g_report_requests) != 0) {
+    }
+    if (g_reporter_stopping.load()) break;
+    WriteReport(GlobalState(), occasion);
+  }
+  return nullptr;
+}
+
+bool LaunchReporter() {
+  ReentryGuard setup;
+  g_reporter_stopping.store(false);
+  sem_init(&g_report_requests, 0, 0);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  bool ok = pthread_create(&g_reporter, &attr, ReporterMain, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  if (ok) pthread_setname_np(g_reporter, "stackwalk-leaks");
+  g_reporter_running.store(ok);
+  return ok;
+}
+
+void AfterForkChild() {
+  AfterForkParent();
+  ForgetThreadAfterFork();
+  // The reporter thread was not copied: the child gets its own.
+  if (g_reporter_running.load()) LaunchReporter();
+}
+
+}  // namespace
+
+void InstallForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(BeforeFork, AfterForkParent, AfterForkChild); });
+}
+
+bool StartSignalReports(int signo) {
+  if (signo <= 0 || signo >= NSIG || g_reporter_running.load()) return false;
+  g_report_signal = signo;
+  if (!LaunchReporter()) return false;
+  struct sigaction action = {};
+  action.sa_handler = OnReportSignal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  return sigaction(signo, &action, &g_previous_action) == 0;
+}
+
+void StopSignalReports() {
+  if (!g_reporter_running.exchange(false)) return;
+  sigaction(g_report_signal, &g_previous_action, nullptr);
+  g_reporter_stopping.store(true);
+  sem_post(&g_report_requests);
+  pthread_join(g_reporter, nullptr);
+}
+
+void ReportAtExit() {
+  State& s = GlobalState();
+  if (!s.configured.load() || !s.active.load() || !s.options.report_at_exit) return;
+  ReentryGuard own;  // the report's memory is not the program's
+  using Freeres = void (*)();
+  if (auto gnu = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"))) gnu();
+  if (auto libc = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "__libc_freeres"))) libc();
+  ReportTotals leaks = WriteReport(s, "exit");
+  if (leaks.allocations > 0 && s.options.exitcode != 0) _exit(s.options.exitcode);
+}
+
+}  // namespace stackwalk::leakcheck

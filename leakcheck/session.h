@@ -1,0 +1,23 @@
+// Session: what the preloaded and the in-process checker share around their hooks — fork
+// handlers, the report on a signal (any number of times) and the report at exit.
+#ifndef STACKWALK_LEAKCHECK_SESSION_H_
+#define STACKWALK_LEAKCHECK_SESSION_H_
+
+namespace stackwalk::leakcheck {
+
+// Keeps the tables usable in a forked child (no shard left locked by a thread it lacks). Once.
+void InstallForkHandlers();
+
+// On `signo`, a report of the live allocations is written by a thread of the checker's own (the
+// handler only wakes it). False if the handler or the thread could not be set up.
+bool StartSignalReports(int signo);
+// Puts the previous handler back and ends the thread.
+void StopSignalReports();
+
+// At exit: gives glibc's and libstdc++'s internal pools back (as valgrind does), writes the
+// report if configured to, and exits with the configured code if there were leaks.
+void ReportAtExit();
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_SESSION_H_

@@ -1,0 +1,67 @@
+#include "leakcheck/thread_registry.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace stackwalk::leakcheck {
+
+ThreadRegistry::Thread* ThreadRegistry::Slot(uint32_t serial) const {
+  if (serial == 0 || serial / kChunk >= kChunks) return nullptr;
+  Thread* chunk = chunks_[serial / kChunk].load(std::memory_order_acquire);
+  return chunk != nullptr ? &chunk[serial % kChunk] : nullptr;
+}
+
+uint32_t ThreadRegistry::RegisterCurrent(int32_t tid) {
+  const uint32_t serial = next_.fetch_add(1, std::memory_order_relaxed);
+  if (serial / kChunk >= kChunks) return 0;
+  std::atomic<Thread*>& chunk = chunks_[serial / kChunk];
+  if (chunk.load(std::memory_order_acquire) == nullptr) {
+    void* mem = mmap(nullptr, sizeof(Thread) * kChunk, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return 0;
+    Thread* expected = nullptr;
+    if (!chunk.compare_exchange_strong(expected, static_cast<Thread*>(mem))) {
+      munmap(mem, sizeof(Thread) * kChunk);
+    }
+  }
+  Thread* t = Slot(serial);
+  t->tid = tid;
+  prctl(PR_GET_NAME, t->name);
+  return serial;
+}
+
+void ThreadRegistry::MarkExited(uint32_t serial) {
+  if (Thread* t = Slot(serial)) {
+    prctl(PR_GET_NAME, t->name);
+    t->exited = true;
+  }
+}
+
+bool ThreadRegistry::Lookup(uint32_t serial, Thread* out) const {
+  const Thread* t = Slot(serial);
+  if (t == nullptr || t->tid == 0) return false;
+  *out = *t;
+  if (!out->exited) {
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/self/task/%d/comm", static_cast<int>(t->tid));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char name[sizeof(out->name)] = {};
+      ssize_t n = read(fd, name, sizeof(name) - 1);
+      close(fd);
+      if (n > 0) {
+        if (name[n - 1] == '\n') name[n - 1] = '\0';
+        std::memcpy(out->name, name, sizeof(name));
+      }
+    }
+  }
+  out->name[sizeof(out->name) - 1] = '\0';
+  return true;
+}
+
+}  // namespace stackwalk::leakcheck

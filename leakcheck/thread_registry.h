@@ -1,0 +1,39 @@
+// ThreadRegistry: every thread that allocated, by serial number (1, 2, ...; kernel thread ids
+// are reused, serials are not), with its kernel id and its name. The name is read when the
+// thread first allocates, again when it exits, and from /proc at report time while it runs, so
+// a name set after the first allocation is still shown. Memory from mmap; no malloc.
+#ifndef STACKWALK_LEAKCHECK_THREAD_REGISTRY_H_
+#define STACKWALK_LEAKCHECK_THREAD_REGISTRY_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace stackwalk::leakcheck {
+
+class ThreadRegistry {
+ public:
+  struct Thread {
+    int32_t tid = 0;
+    bool exited = false;
+    char name[16] = {};
+  };
+
+  // Registers the calling thread; returns its serial, or 0 if out of memory.
+  uint32_t RegisterCurrent(int32_t tid);
+  // The calling thread, registered as `serial`, is exiting: keeps its final name.
+  void MarkExited(uint32_t serial);
+  // A copy of a thread's entry, its name refreshed from /proc if it still runs. False if unknown.
+  bool Lookup(uint32_t serial, Thread* out) const;
+
+ private:
+  static constexpr uint32_t kChunk = 1024;
+  static constexpr uint32_t kChunks = 4096;  // up to 4M threads over the process's life
+  Thread* Slot(uint32_t serial) const;
+
+  std::atomic<Thread*> chunks_[kChunks] = {};
+  std::atomic<uint32_t> next_{1};
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_THREAD_REGISTRY_H_
