@@ -4,7 +4,8 @@
 // libraries=GLOB,GLOB (only leaks with a frame in a matching object are reported; in-process, only
 // these objects are hooked) and ignore_libraries=GLOB,GLOB (leaks with a frame in a matching
 // object are not reported; in-process, these are not hooked). A glob matches an object's path or
-// its file name.
+// its file name. follow_exec=1 checks the programs the checked program starts too (by default,
+// under the launcher, they run unchecked).
 #ifndef STACKWALK_LEAKCHECK_OPTIONS_H_
 #define STACKWALK_LEAKCHECK_OPTIONS_H_
 
@@ -21,6 +22,7 @@ struct Options {
   bool report_at_exit = true;
   bool json = false;      // format=json: the report as one JSON object
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report
+  bool follow_exec = false;  // keep the preload for programs this one executes
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs
 };

@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "leakcheck/allocator_hooks.h"
@@ -72,8 +74,46 @@ constexpr RealAllocator kLibc = {
 
 using Hooks = AllocatorHooks<kLibc>;
 
+// Takes this library out of LD_PRELOAD, in place (no allocation), so that what this process
+// starts runs unchecked.
+void LeaveOutOfChildren() {
+  char* list = getenv("LD_PRELOAD");
+  if (list == nullptr) return;
+  char* out = list;
+  for (char* p = list; *p != '\0';) {
+    char* end = p + std::strcspn(p, ": ");
+    const char* name = p;
+    for (char* c = p; c < end; ++c) {
+      if (*c == '/') name = c + 1;
+    }
+    const size_t len = static_cast<size_t>(end - p);
+    const bool ours = static_cast<size_t>(end - name) == std::strlen("libstackwalk_leakcheck.so") &&
+                      std::strncmp(name, "libstackwalk_leakcheck.so", end - name) == 0;
+    if (!ours && len > 0) {
+      if (out != list) *out++ = ':';
+      std::memmove(out, p, len);
+      out += len;
+    }
+    p = *end != '\0' ? end + 1 : end;
+  }
+  *out = '\0';
+}
+
+// Whether this process is one the launcher was asked to check: the program it ran (the same
+// process id, even after the program exec'd another, as wrapper scripts do), or with
+// follow_exec any program started below it. Preloaded by hand (no launcher), every process is.
+bool ChosenProcess(const Options& options) {
+  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
+  return options.follow_exec || root == nullptr || std::atol(root) == static_cast<long>(getpid());
+}
+
 __attribute__((constructor(101))) void StartPreloaded() {
   State& s = ConfiguredState();
+  if (!ChosenProcess(s.options)) {
+    s.active.store(false);  // runs unchecked; and so does whatever it starts
+    LeaveOutOfChildren();
+    return;
+  }
   InstallForkHandlers();
   if (s.options.report_signal != 0 && !StartSignalReports(s.options.report_signal)) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot report on signal %d\n",

@@ -13,38 +13,9 @@
 #include <sstream>
 #include <string>
 
+#include "leakcheck_run.h"
+
 namespace {
-
-struct LaunchResult {
-  int status = -1;  // exit status, or -1 if it did not exit normally
-  std::string report;
-};
-
-// Runs the launcher with `args`, the report going to a file of its own.
-LaunchResult Leakcheck(const std::string& args) {
-  static int serial = 0;
-  std::string report = ::testing::TempDir() + "leaks." + std::to_string(getpid()) + "." +
-                       std::to_string(serial++) + ".txt";
-  std::remove(report.c_str());
-  std::string command = std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " + args +
-                        " >/dev/null 2>&1";
-  int raw = std::system(command.c_str());
-  LaunchResult run;
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(report);
-  std::stringstream text;
-  text << in.rdbuf();
-  run.report = text.str();
-  return run;
-}
-
-// The block of the report for the leak "Leak of <what> ...", up to the next blank line.
-std::string LeakBlock(const std::string& report, const std::string& what) {
-  size_t start = report.find("Leak of " + what + " ");
-  if (start == std::string::npos) return "";
-  size_t end = report.find("\n\n", start);
-  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
 
 const std::string kFixture = LEAKY_FIXTURE;
 
@@ -121,13 +92,7 @@ TEST(Leakcheck, ExitStatusPassesThroughOrSignalsLeaks) {
 
 // valgrind's count of the memory still allocated at exit, "<bytes> bytes in <n> blocks".
 std::string ValgrindInUseAtExit(const std::string& args) {
-  std::string command = "valgrind " + args + " 2>&1 >/dev/null";
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  pclose(p);
+  std::string out = Output("valgrind " + args + " 2>&1 >/dev/null");
   std::smatch m;
   if (!std::regex_search(out, m, std::regex("in use at exit: ([0-9,]+) bytes in ([0-9,]+) blocks"))) {
     return "";
@@ -150,7 +115,8 @@ std::string OurInUseAtExit(const std::string& args) {
 
 TEST(Leakcheck, AgreesWithValgrindOnWhatIsStillAllocatedAtExit) {
   if (std::system("valgrind --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no valgrind";
-  for (const std::string& args : {kFixture, kFixture + " clean", std::string("/bin/ls /")}) {
+  for (const std::string& args : {kFixture, kFixture + " clean", std::string("/bin/ls /"),
+                                  std::string(LEAKY_FORMS) + " preload"}) {
     std::string expected = ValgrindInUseAtExit(args);
     ASSERT_FALSE(expected.empty()) << args;
     EXPECT_EQ(OurInUseAtExit(args), expected) << args;
@@ -161,21 +127,28 @@ TEST(Leakcheck, PercentPInTheOutputPathBecomesTheProcessId) {
   std::string dir = ::testing::TempDir() + "pid_reports." + std::to_string(getpid());
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   // bash running the fixture as its child: two processes, two reports (dash leaves by _exit).
+  std::string command = std::string(STACKWALK_LEAKCHECK) + " --follow-exec --output " + dir +
+                        "/leaks.%p.txt /bin/bash -c '" + kFixture + "; true' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(Output("cat " + dir + "/leaks.*.txt | grep -c '^SUMMARY: '"), "2\n");
+  EXPECT_EQ(Output("grep -l '4460 bytes leaked in 5 allocations' " + dir + "/leaks.*.txt | wc -l"),
+            "1\n");
+}
+
+// Without --follow-exec the preload is taken out of the environment: bash's child runs unchecked.
+TEST(Leakcheck, ExecutedProgramsRunUncheckedUnlessAsked) {
+  std::string dir = ::testing::TempDir() + "exec_reports." + std::to_string(getpid());
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   std::string command = std::string(STACKWALK_LEAKCHECK) + " --output " + dir +
                         "/leaks.%p.txt /bin/bash -c '" + kFixture + "; true' >/dev/null 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0);
-  FILE* ls = popen(("cat " + dir + "/leaks.*.txt | grep -c '^SUMMARY: '").c_str(), "r");
-  ASSERT_NE(ls, nullptr);
-  int reports = 0;
-  EXPECT_EQ(fscanf(ls, "%d", &reports), 1);
-  pclose(ls);
-  EXPECT_EQ(reports, 2);
-  FILE* fixture = popen(("grep -l '4460 bytes leaked in 5 allocations' " + dir + "/leaks.*.txt | wc -l").c_str(), "r");
-  ASSERT_NE(fixture, nullptr);
-  int with_fixture = 0;
-  EXPECT_EQ(fscanf(fixture, "%d", &with_fixture), 1);
-  pclose(fixture);
-  EXPECT_EQ(with_fixture, 1);
+  EXPECT_EQ(Output("cat " + dir + "/leaks.*.txt | grep -c '^SUMMARY: '"), "1\n");  // bash's only
+  EXPECT_NE(std::system(("grep -q 4460 " + dir + "/leaks.*.txt").c_str()), 0);
+  // A wrapper that execs the program in its own process (as pyenv's shims do): the program is
+  // the one checked.
+  LaunchResult wrapped = Leakcheck("/bin/sh -c 'exec " + kFixture + "'");
+  EXPECT_NE(wrapped.report.find("SUMMARY: stackwalk-leakcheck: 4460 bytes leaked in 5 allocations."),
+            std::string::npos) << wrapped.report;
 }
 
 TEST(Leakcheck, EightThreadsOfMixedAllocationsLeaveExactTotals) {
@@ -234,14 +207,10 @@ TEST(Leakcheck, JsonReportParsesAndCarriesTheSameLeaks) {
       " l=[x for x in r[\"leaks\"] if x[\"bytes\"]==300][0]; f=l[\"frames\"][0];"
       " print(s[\"bytes\"], s[\"allocations\"], len(r[\"leaks\"]), l[\"allocations\"], f[\"function\"],"
       " f[\"file\"].endswith(\"leaky.cc\"), f[\"line\"], f[\"module\"].endswith(\"leaky\"),"
-      " f[\"offset\"].startswith(\"0x\"), f[\"inlined\"])' " + report;
-  std::string out;
-  FILE* p = popen(check.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[1024];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  pclose(p);
-  EXPECT_EQ(out, "4460 5 3 3 fixture::LeakMallocs() True 24 True True False\n");
+      " f[\"offset\"].startswith(\"0x\"), f[\"inlined\"], l[\"thread\"], l[\"tid\"] > 0,"
+      " sorted((t[\"thread\"], t[\"bytes\"]) for t in r[\"threads\"])[0], r[\"occasion\"])' " + report;
+  EXPECT_EQ(Output(check), "4460 5 3 3 fixture::LeakMallocs() True 24 True True False leaky True "
+                           "('leak-worker', 4096) exit\n");
 }
 
 TEST(Leakcheck, BadCommandLinesAreRefused) {

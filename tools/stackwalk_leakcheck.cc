@@ -2,7 +2,9 @@
 // the allocations it never freed, grouped by allocating stack, with names and file:line.
 //
 //   stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N] [--max-frames N]
-//                       [--method auto|fp|ehframe] [--format text|json] [--] PROGRAM [ARGS...]
+//                       [--method auto|fp|ehframe] [--format text|json] [--libraries GLOBS]
+//                       [--ignore-libraries GLOBS] [--report-signal SIG] [--follow-exec]
+//                       [--] PROGRAM [ARGS...]
 //
 // The program's exit status is passed through, unless --exitcode N is given and leaks are found.
 #include <unistd.h>
@@ -25,8 +27,9 @@ int Usage(const char* complaint) {
   std::fprintf(stderr,
                "usage: stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N]\n"
                "                           [--max-frames N] [--method auto|fp|ehframe]\n"
-               "                           [--format text|json]\n"
-               "                           [--] PROGRAM [ARGS...]\n"
+               "                           [--format text|json] [--libraries GLOBS]\n"
+               "                           [--ignore-libraries GLOBS] [--report-signal SIG]\n"
+               "                           [--follow-exec] [--] PROGRAM [ARGS...]\n"
                "Runs PROGRAM with %s preloaded; at its exit, prints every allocation it\n"
                "never freed, grouped by allocating stack (to stderr, or FILE; a %%p in FILE\n"
                "becomes the process id, so that child processes write reports of their own).\n"
@@ -34,7 +37,13 @@ int Usage(const char* complaint) {
                "  --min-size N    ignore allocations smaller than N bytes\n"
                "  --max-frames N  frames kept per allocation, 1..64 (default 32)\n"
                "  --method M      unwinder for allocation stacks (default auto)\n"
-               "  --format F      text (default) or json\n",
+               "  --format F      text (default) or json\n"
+               "  --libraries G   only leaks with a frame in an object matching one of the\n"
+               "                  comma-separated globs G (path or file name, e.g. 'libfoo*')\n"
+               "  --ignore-libraries G  no leaks with a frame in a matching object\n"
+               "  --report-signal S     also report the live allocations on each signal S\n"
+               "                  (e.g. SIGUSR2 or 12), appended to the output\n"
+               "  --follow-exec   check the programs PROGRAM executes too (default: not)\n",
                kLibraryName);
   return 2;
 }
@@ -78,6 +87,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (arg.rfind("--", 0) != 0) break;
+    if (arg == "--follow-exec") {
+      options += ":follow_exec=1";
+      continue;
+    }
     if (i + 1 >= argc) return Usage(("missing value for " + arg).c_str());
     const char* value = argv[++i];
     if (arg == "--output") {
@@ -98,6 +111,14 @@ int main(int argc, char** argv) {
         return Usage("--format: text or json");
       }
       options += std::string(":format=") + value;
+    } else if (arg == "--libraries" || arg == "--ignore-libraries" || arg == "--report-signal") {
+      if (*value == '\0' || std::strchr(value, ':') != nullptr) {
+        return Usage((arg + ": a value without ':' is needed").c_str());
+      }
+      std::string key = arg == "--libraries"          ? "libraries"
+                        : arg == "--ignore-libraries" ? "ignore_libraries"
+                                                      : "report_signal";
+      options += ":" + key + "=" + value;
     } else {
       return Usage(("unknown option " + arg).c_str());
     }
@@ -114,6 +135,8 @@ int main(int argc, char** argv) {
   if (preload != nullptr && *preload != '\0') preloads += std::string(":") + preload;
   setenv("LD_PRELOAD", preloads.c_str(), 1);
   if (!options.empty()) setenv("STACKWALK_LEAKCHECK", options.c_str() + 1, 1);
+  // The program keeps this process id: the checker checks it, not the programs it starts.
+  setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
 
   execvp(argv[i], argv + i);
   std::fprintf(stderr, "stackwalk-leakcheck: cannot run %s: %s\n", argv[i], std::strerror(errno));

@@ -30,6 +30,8 @@
 
 #include <stdint.h>
 
+#define STACKWALK_LEAKCHECK_API __attribute__((visibility("default")))
+
 #define STACKWALK_LEAKCHECK_OK 0
 #define STACKWALK_LEAKCHECK_BAD_OPTIONS (-1)
 #define STACKWALK_LEAKCHECK_ALREADY_STARTED (-2)
@@ -44,14 +46,14 @@ extern "C" {
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
 // may be null): libraries, ignore_libraries, min_size, max_frames, method, output, format,
 // report_at_exit, report_signal, exitcode. Forgets what an earlier Start()..Stop() recorded.
-int stackwalk_leakcheck_start(const char* options);
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
 // Writes a report of the allocations live now (made since Start()) to the configured output;
 // stores the totals reported (after the library filters) if the pointers are not null.
-int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
 // Restores every GOT slot and stops recording.
-int stackwalk_leakcheck_stop(void);
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_stop(void);
 // 1 if the preloaded checker runs in this process.
-int stackwalk_leakcheck_preloaded(void);
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_preloaded(void);
 
 #ifdef __cplusplus
 }  // extern "C"
@@ -83,9 +85,9 @@ struct LeakTotals {
   uint64_t allocations = 0;
 };
 
-absl::Status Start(const LeakCheckOptions& options);
-absl::StatusOr<LeakTotals> Report();
-absl::Status Stop();
+STACKWALK_LEAKCHECK_API absl::Status Start(const LeakCheckOptions& options);
+STACKWALK_LEAKCHECK_API absl::StatusOr<LeakTotals> Report();
+STACKWALK_LEAKCHECK_API absl::Status Stop();
 
 }  // namespace stackwalk::leakcheck
 #endif  // __cplusplus

@@ -1,0 +1,193 @@
+// The leak checker on every allocation form, made in a library (tests/fixtures/
+// leaky_forms_lib.cc), in both modes: preloaded (stackwalk-leakcheck) and in-process through
+// GOT patching (stackwalk::leakcheck::Start/Report/Stop). Each leaking line carries a LEAK-SITE
+// marker; the report must show each block with its exact bytes, count and line. Also: a plugin
+// dlclose'd before the report, a thread that names itself, a block freed by a static destructor,
+// reports on a signal, and the library filters.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "leakcheck_run.h"
+
+namespace {
+
+const std::string kForms = LEAKY_FORMS;
+
+// marker name -> line, from a fixture source.
+std::map<std::string, int> Sites(const char* source) {
+  std::map<std::string, int> sites;
+  std::ifstream in(source);
+  std::string line;
+  std::regex marker("LEAK-SITE\\(([^)]+)\\)");
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::smatch m;
+    if (std::regex_search(line, m, marker)) sites[m[1].str()] = number;
+  }
+  return sites;
+}
+
+struct ExpectedLeak {
+  std::string what;  // "N bytes in M allocation(s)"
+  std::string site;  // marker whose line the block must show
+  std::string function;
+};
+
+// What libleaky_forms.so leaks when every form runs once; `with_libstdcxx_internal` adds the
+// string's characters, allocated inside libstdc++ (hooked when preloaded, not when only the
+// fixture library's GOT is patched).
+std::vector<ExpectedLeak> FormLeaks() {
+  return {
+      {"11 bytes in 1 allocation", "malloc", "forms::LeakMalloc()"},
+      {"39 bytes in 1 allocation", "calloc", "forms::LeakCalloc()"},
+      {"57 bytes in 1 allocation", "realloc", "forms::LeakRealloc()"},
+      {"71 bytes in 1 allocation", "memalign", "forms::LeakMemalign()"},
+      {"83 bytes in 1 allocation", "posix_memalign", "forms::LeakPosixMemalign()"},
+      {"512 bytes in 1 allocation", "aligned_alloc", "forms::LeakAlignedAlloc()"},
+      {"133 bytes in 1 allocation", "valloc", "forms::LeakValloc()"},
+      {"97 bytes in 1 allocation", "new", "forms::LeakNew()"},
+      {"100 bytes in 1 allocation", "new[]", "forms::LeakNewArray()"},
+      {"32 bytes in 1 allocation", "string", "forms::LeakString()"},
+      {"24 bytes in 1 allocation", "vector", "forms::LeakContainers()"},
+      {"124 bytes in 1 allocation", "vector", "forms::LeakContainers()"},
+      {"48 bytes in 1 allocation", "map-object", "forms::LeakContainers()"},
+      {"120 bytes in 3 allocations", "map", "forms::LeakContainers()"},
+      {"45 bytes in 1 allocation", "pointer", "forms::LeakThroughPointer()"},
+      {"4099 bytes in 1 allocation", "thread", "LeakOnThread"},
+  };
+}
+
+void ExpectFormLeaks(const std::string& report) {
+  const std::map<std::string, int> sites = Sites(LEAKY_FORMS_SOURCE);
+  ASSERT_EQ(sites.size(), 15u);
+  for (const ExpectedLeak& leak : FormLeaks()) {
+    std::string block = LeakBlock(report, leak.what);
+    ASSERT_FALSE(block.empty()) << leak.what << "\n" << report;
+    EXPECT_NE(block.find("in " + leak.function), std::string::npos) << block;
+    std::string line = "leaky_forms_lib.cc:" + std::to_string(sites.at(leak.site)) + ":";
+    EXPECT_NE(block.find(line), std::string::npos) << line << "\n" << block;
+    EXPECT_NE(block.find("(libleaky_forms.so+0x"), std::string::npos) << block;
+    EXPECT_EQ(block.find("leakcheck"), std::string::npos) << block;  // hooks hidden
+  }
+  // The worker named itself after allocating: the name it had at exit is shown.
+  EXPECT_NE(LeakBlock(report, "4099 bytes in 1 allocation").find("from thread forms-worker (tid "),
+            std::string::npos) << report;
+  // The plugin was dlclose'd before the report: still named, from its file.
+  const int plugin_line = Sites(LEAKY_PLUGIN_SOURCE).at("plugin");
+  std::string plugin = LeakBlock(report, "333 bytes in 1 allocation");
+  EXPECT_NE(plugin.find("in PluginLeak at "), std::string::npos) << report;
+  EXPECT_NE(plugin.find("leaky_plugin.c:" + std::to_string(plugin_line) + ":"), std::string::npos)
+      << plugin;
+  EXPECT_NE(plugin.find("(libleaky_plugin.so+0x"), std::string::npos) << plugin;
+  EXPECT_NE(plugin.find("in RunPlugin at "), std::string::npos) << plugin;
+  // Freed by a static destructor after main: not a leak.
+  EXPECT_EQ(report.find("Leak of 777 bytes"), std::string::npos) << report;
+}
+
+TEST(LeakcheckModes, PreloadedReportsEveryFormAtItsLine) {
+  LaunchResult run = Leakcheck(kForms + " preload");
+  EXPECT_EQ(run.status, 0);
+  ExpectFormLeaks(run.report);
+  // Made inside libstdc++ (std::string's characters) and by the program itself.
+  EXPECT_NE(LeakBlock(run.report, "201 bytes in 1 allocation").find("in forms::LeakString()"),
+            std::string::npos) << run.report;
+  EXPECT_NE(LeakBlock(run.report, "999 bytes in 1 allocation").find(" in main at "),
+            std::string::npos) << run.report;
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 7128 bytes leaked in 21 allocations."),
+            std::string::npos) << run.report;
+}
+
+TEST(LeakcheckModes, InProcessHooksOnlyTheChosenLibrariesAndRestoresThem) {
+  std::string report = ::testing::TempDir() + "inprocess." + std::to_string(getpid()) + ".txt";
+  std::string out = Output(kForms + " inprocess " + report + " 2>/dev/null");
+  EXPECT_EQ(out,
+            "start 0\n"
+            "start again -2\n"
+            "hooked 1\n"
+            "report 0\n"
+            "session 1: 5928 bytes in 19 allocations\n"
+            "stop 0\n"
+            "stop again -3\n"
+            "restored 1\n"
+            "session 2 start ok\n"
+            "session 2: 39 bytes in 1 allocations\n"
+            "session 2 stop ok\n"
+            "bad options INVALID_ARGUMENT: bad library pattern \"bad,pattern\"\n"
+            "bad text options -1\n");
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string both = text.str();
+  const size_t second = both.find("(report 2, on request)");
+  ASSERT_NE(second, std::string::npos) << both;
+  const std::string first = both.substr(0, second);
+  ExpectFormLeaks(first);
+  // Only the chosen objects were hooked: not libstdc++ (the string's characters), not the program.
+  EXPECT_EQ(first.find("Leak of 201 bytes"), std::string::npos) << first;
+  EXPECT_EQ(first.find("Leak of 998 bytes"), std::string::npos) << first;
+  EXPECT_NE(first.find("SUMMARY: stackwalk-leakcheck: 5928 bytes live in 19 allocations."),
+            std::string::npos) << first;
+  // The second session saw only its own calloc; the malloc made while stopped is not there.
+  const std::string next = both.substr(second);
+  EXPECT_NE(next.find("SUMMARY: stackwalk-leakcheck: 39 bytes live in 1 allocation."),
+            std::string::npos) << next;
+  EXPECT_NE(LeakBlock(next, "39 bytes in 1 allocation").find("in forms::LeakCalloc()"),
+            std::string::npos) << next;
+}
+
+TEST(LeakcheckModes, InProcessStartIsRefusedWhenPreloadedButReportsWork) {
+  std::string report = ::testing::TempDir() + "both." + std::to_string(getpid()) + ".txt";
+  std::string out = Output(std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " + kForms +
+                           " inprocess /dev/null 2>/dev/null; echo status $?");
+  EXPECT_EQ(out, "start -4\nreport 0\nstatus 3\n");
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("(report 1, on request)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("leaks at exit (report 2)"), std::string::npos) << text.str();
+}
+
+TEST(LeakcheckModes, EachSignalWritesAReportOfWhatIsLive) {
+  std::string report = ::testing::TempDir() + "signal." + std::to_string(getpid()) + ".txt";
+  std::remove(report.c_str());
+  std::string command = std::string(STACKWALK_LEAKCHECK) + " --libraries 'libleaky_forms*'" +
+                        " --report-signal SIGUSR2 --output " + report + " " + kForms + " signal " +
+                        report + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string all = text.str();
+  std::vector<std::string> summaries;
+  std::regex summary("\\(report (\\d)(, on signal 12)?\\)[^]*?SUMMARY: stackwalk-leakcheck: ([^\\n]*)");
+  for (std::sregex_iterator it(all.begin(), all.end(), summary), end; it != end; ++it) {
+    summaries.push_back((*it)[1].str() + ((*it)[2].matched ? " signal: " : " exit: ") + (*it)[3].str());
+  }
+  // The 777-byte block is live until the static destructor; the filter keeps the fixture
+  // library's blocks only (and that block was allocated by it).
+  EXPECT_EQ(summaries, (std::vector<std::string>{
+                           "1 signal: 788 bytes live in 2 allocations.",
+                           "2 signal: 827 bytes live in 3 allocations.",
+                           "3 exit: 50 bytes leaked in 2 allocations.",
+                       }))
+      << all;
+}
+
+TEST(LeakcheckModes, LibraryFiltersSelectAndIgnore) {
+  LaunchResult plugin_only = Leakcheck("--libraries 'libleaky_plugin*' " + kForms);
+  EXPECT_NE(plugin_only.report.find("SUMMARY: stackwalk-leakcheck: 333 bytes leaked in 1 allocation."),
+            std::string::npos) << plugin_only.report;
+  LaunchResult program_only =
+      Leakcheck("--ignore-libraries 'libleaky_plugin*,libleaky_forms*' " + kForms);
+  EXPECT_NE(program_only.report.find("SUMMARY: stackwalk-leakcheck: 999 bytes leaked in 1 allocation."),
+            std::string::npos) << program_only.report;
+  // By full path as well as by file name.
+  LaunchResult by_path = Leakcheck("--libraries '/*/libleaky_plugin.so' " + kForms);
+  EXPECT_NE(by_path.report.find("333 bytes leaked in 1 allocation."), std::string::npos)
+      << by_path.report;
+}
+
+}  // namespace

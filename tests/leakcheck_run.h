@@ -1,0 +1,62 @@
+// Running stackwalk-leakcheck from a test: the launcher with arguments, its report in a file of
+// its own, and the block of one leak.
+#ifndef STACKWALK_TESTS_LEAKCHECK_RUN_H_
+#define STACKWALK_TESTS_LEAKCHECK_RUN_H_
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct LaunchResult {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string report;
+};
+
+// Runs the launcher with `args`, the report going to a file of its own.
+LaunchResult Leakcheck(const std::string& args) {
+  static int serial = 0;
+  std::string report = ::testing::TempDir() + "leaks." + std::to_string(getpid()) + "." +
+                       std::to_string(serial++) + ".txt";
+  std::remove(report.c_str());
+  std::string command = std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " + args +
+                        " >/dev/null 2>&1";
+  int raw = std::system(command.c_str());
+  LaunchResult run;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  run.report = text.str();
+  return run;
+}
+
+// The block of the report for the leak "Leak of <what> ...", up to the next blank line.
+std::string LeakBlock(const std::string& report, const std::string& what) {
+  size_t start = report.find("Leak of " + what + " ");
+  if (start == std::string::npos) return "";
+  size_t end = report.find("\n\n", start);
+  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// Everything `command` writes to stdout.
+std::string Output(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+#endif  // STACKWALK_TESTS_LEAKCHECK_RUN_H_
