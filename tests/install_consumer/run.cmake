@@ -36,6 +36,20 @@ if(EXISTS ${WORK_DIR}/build/consumer_symbolize)
     message(FATAL_ERROR "the symbolizer consumer printed no file:line:\n${LAST_OUTPUT}")
   endif()
 endif()
+if(EXISTS ${WORK_DIR}/build/consumer_leakcheck)
+  # In-process: the consumer checks its own allocations.
+  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${WORK_DIR}/build/consumer_leakcheck)
+  if(NOT LAST_OUTPUT MATCHES "live: 48 bytes in 1 allocations")
+    message(FATAL_ERROR "the in-process leak checker consumer saw:\n${LAST_OUTPUT}")
+  endif()
+  # The installed launcher finds its preload library in ../lib.
+  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${prefix}/bin/stackwalk-leakcheck
+      --output ${WORK_DIR}/leaks.txt ${WORK_DIR}/build/consumer_symbolize)
+  file(READ ${WORK_DIR}/leaks.txt leaks)
+  if(NOT leaks MATCHES "SUMMARY: stackwalk-leakcheck: ")
+    message(FATAL_ERROR "the installed stackwalk-leakcheck wrote no report:\n${leaks}")
+  endif()
+endif()
 
 run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${prefix}/lib/pkgconfig pkg-config --cflags --libs stackwalk)
 string(STRIP "${LAST_OUTPUT}" pc_flags)
