@@ -9,7 +9,7 @@ bool AllocationTable::Grow(Shard& shard) {
   // the table follows the live count, not the number of allocations ever made.
   uint64_t live = 0;
   for (uint64_t i = 0; i < shard.capacity; ++i) live += shard.slots[i].address > 1 ? 1 : 0;
-  uint64_t capacity = shard.capacity == 0 ? 1024
+  uint64_t capacity = shard.capacity == 0 ? 64
                       : live * 4 > shard.capacity ? shard.capacity * 2
                                                   : shard.capacity;
   void* mem = mmap(nullptr, capacity * sizeof(Allocation), PROT_READ | PROT_WRITE,
@@ -36,10 +36,16 @@ bool AllocationTable::Grow(Shard& shard) {
   return true;
 }
 
-bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread) {
+uint64_t AllocationTable::live_count() const {
+  uint64_t live = 0;
+  for (const Shard& shard : shards_) live += shard.live.load(std::memory_order_relaxed);
+  return live;
+}
+
+bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
+                             uint64_t sequence) {
   const uint64_t hash = Hash(address);
   Shard& shard = shards_[hash % kShards];
-  const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
   SpinLockHolder hold(shard.lock);
   // Keep at most half the slots used (live or deleted): probes stay short.
   if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) return false;
@@ -50,7 +56,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
     Allocation& a = shard.slots[i];
     if (a.address == address) {  // a block we missed the free of: replace it
       live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
-      live_count_.fetch_sub(1, std::memory_order_relaxed);
+      shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       reuse = i;
       break;
     }
@@ -64,7 +70,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
     }
   }
   shard.slots[reuse] = Allocation{address, size, sequence, stack_id, thread};
-  live_count_.fetch_add(1, std::memory_order_relaxed);
+  shard.live.store(shard.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   uint64_t live = live_bytes_.fetch_add(size, std::memory_order_relaxed) + size;
   uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
   while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -84,7 +90,7 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
     if (a.address == address) {
       if (removed != nullptr) *removed = a;
       live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
-      live_count_.fetch_sub(1, std::memory_order_relaxed);
+      shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       a.address = 1;  // deleted: probes go on past it
       return true;
     }
@@ -96,13 +102,11 @@ void AllocationTable::Clear() {
     SpinLockHolder hold(shard.lock);
     for (uint64_t i = 0; i < shard.capacity; ++i) {
       Allocation& a = shard.slots[i];
-      if (a.address > 1) {
-        live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
-        live_count_.fetch_sub(1, std::memory_order_relaxed);
-      }
+      if (a.address > 1) live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
       a.address = 0;
     }
     shard.used = 0;
+    shard.live.store(0, std::memory_order_relaxed);
   }
   peak_bytes_.store(live_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }

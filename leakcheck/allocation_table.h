@@ -26,8 +26,10 @@ class AllocationTable {
  public:
   static constexpr int kShards = 128;
 
-  // Records a live allocation. Returns false if out of memory (the allocation goes untracked).
-  bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread);
+  // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
+  // of memory (the allocation goes untracked).
+  bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
+              uint64_t sequence);
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
   // started, or by another allocator).
   bool Remove(uintptr_t address, Allocation* removed = nullptr);
@@ -43,12 +45,15 @@ class AllocationTable {
     }
   }
 
-  // The sequence number the next allocation will get.
+  // Reserves `n` consecutive sequence numbers and returns the first. Threads take them in
+  // blocks, so numbers order allocations across threads only roughly; but every number handed
+  // out before next_sequence() was read is below it.
+  uint64_t ReserveSequences(uint64_t n) { return sequence_.fetch_add(n, std::memory_order_relaxed); }
   uint64_t next_sequence() const { return sequence_.load(std::memory_order_relaxed); }
   // Forgets every allocation (a new in-process session). Takes every shard lock.
   void Clear();
 
-  uint64_t live_count() const { return live_count_.load(std::memory_order_relaxed); }
+  uint64_t live_count() const;
   uint64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
   uint64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
   size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
@@ -62,6 +67,8 @@ class AllocationTable {
     Allocation* slots = nullptr;
     uint64_t capacity = 0;  // a power of two
     uint64_t used = 0;      // live + deleted slots
+    // Written under the lock, read without it by live_count().
+    std::atomic<uint64_t> live{0};
   };
   bool Grow(Shard& shard);
   static uint64_t Hash(uintptr_t address) {
@@ -77,7 +84,6 @@ class AllocationTable {
 
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
-  std::atomic<uint64_t> live_count_{0};
   std::atomic<uint64_t> live_bytes_{0};
   std::atomic<uint64_t> peak_bytes_{0};
   std::atomic<size_t> table_bytes_{0};

@@ -14,6 +14,10 @@ namespace stackwalk::leakcheck {
 // Initial-exec: the thread-locals live in static TLS, so touching them never allocates.
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_inside = false;
 __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
+// This thread's block of sequence numbers: one shared atomic per kSequenceBlock allocations.
+__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
+__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
+constexpr uint64_t kSequenceBlock = 256;
 
 State& GlobalState() {
   static State state;  // constant-initialized, trivially destructible
@@ -78,7 +82,20 @@ uint32_t ThreadSerial() {
   return t_serial;
 }
 
-void ForgetThreadAfterFork() { t_serial = 0; }
+void ForgetThreadAfterFork() {
+  t_serial = 0;
+  t_sequence_next = t_sequence_end = 0;
+}
+
+namespace {
+uint64_t NextSequence(AllocationTable& table) {
+  if (t_sequence_next == t_sequence_end) {
+    t_sequence_next = table.ReserveSequences(kSequenceBlock);
+    t_sequence_end = t_sequence_next + kSequenceBlock;
+  }
+  return t_sequence_next++;
+}
+}  // namespace
 
 __attribute__((noinline)) void Record(void* p, size_t size) {
   if (p == nullptr || t_inside) return;
@@ -89,7 +106,7 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   int n = stackwalk::Capture(pcs, s.options.max_frames, static_cast<stackwalk::Method>(s.options.method));
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
   s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id,
-                       static_cast<int32_t>(ThreadSerial()));
+                       static_cast<int32_t>(ThreadSerial()), NextSequence(s.allocations));
   t_inside = false;
 }
 
@@ -103,7 +120,7 @@ bool TakeRecord(void* p, Allocation* removed) {
 }
 
 void RestoreRecord(const Allocation& a) {
-  GlobalState().allocations.Insert(a.address, a.size, a.stack_id, a.thread);
+  GlobalState().allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence);
 }
 
 }  // namespace stackwalk::leakcheck

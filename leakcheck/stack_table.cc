@@ -7,13 +7,22 @@
 namespace stackwalk::leakcheck {
 namespace {
 
+// Four independent lanes, so the multiplies of successive frames overlap; mixed at the end.
 uint64_t Hash(void* const* pcs, int n) {
-  uint64_t h = 0xcbf29ce484222325ull ^ static_cast<uint64_t>(n);
-  for (int i = 0; i < n; ++i) {
-    h ^= reinterpret_cast<uintptr_t>(pcs[i]);
-    h *= 0x100000001b3ull;
-    h ^= h >> 29;
+  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n), 0xc2b2ae3d27d4eb4full,
+                      0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull};
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      lane[k] = (lane[k] ^ reinterpret_cast<uintptr_t>(pcs[i + k])) * 0xff51afd7ed558ccdull;
+    }
   }
+  for (; i < n; ++i) lane[i & 3] = (lane[i & 3] ^ reinterpret_cast<uintptr_t>(pcs[i])) * 0xff51afd7ed558ccdull;
+  uint64_t h = lane[0] ^ (lane[1] >> 17 | lane[1] << 47) ^ (lane[2] >> 31 | lane[2] << 33) ^
+               (lane[3] >> 43 | lane[3] << 21);
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 29;
   return h;
 }
 
@@ -23,6 +32,15 @@ void* MapZeroed(size_t size) {
 }
 
 }  // namespace
+
+uint32_t StackTable::FindIn(const Stack* s, uint64_t hash, void* const* pcs, int n) {
+  for (; s != nullptr; s = s->next) {
+    if (s->hash == hash && s->n == n && std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0) {
+      return s->id;
+    }
+  }
+  return kNoStack;
+}
 
 void* StackTable::Allocate(size_t size) {
   size = (size + 15) & ~size_t{15};
@@ -45,13 +63,11 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   if (n < 0) n = 0;
   const uint64_t hash = Hash(pcs, n);
   Shard& shard = shards_[hash % kShards];
-  SpinLockHolder hold(shard.lock);
   Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
-  for (Stack* s = *bucket; s != nullptr; s = s->next) {
-    if (s->hash == hash && s->n == n && std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0) {
-      return s->id;
-    }
-  }
+  // Known stacks (nearly every call) are found without the lock.
+  if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  SpinLockHolder hold(shard.lock);
+  if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
   Stack* s;
   {
     SpinLockHolder arena(arena_lock_);
@@ -78,7 +94,7 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   s->id = id;
   __atomic_store_n(&slots[id % kIdChunk], s, __ATOMIC_RELEASE);
   s->next = *bucket;
-  *bucket = s;
+  __atomic_store_n(bucket, s, __ATOMIC_RELEASE);  // published complete
   return id;
 }
 

@@ -43,6 +43,9 @@ class StackTable {
   static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
 
   void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
+  // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
+  // are published complete, so lookups need no lock.
+  static uint32_t FindIn(const Stack* first, uint64_t hash, void* const* pcs, int n);
 
   struct Shard {
     SpinLock lock;

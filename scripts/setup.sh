@@ -13,6 +13,10 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
   valgrind              # the leak checker's oracle
 )
+# `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
+if [ "${1:-}" = bench ]; then
+  packages+=(heaptrack time bc)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
