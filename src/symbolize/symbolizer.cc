@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -65,11 +66,17 @@ struct Symbolizer::Impl {
       s.inlined = f.inlined;
       out.push_back(std::move(s));
     }
+    // The symbol table names the outermost (not inlined) function where DWARF has nothing, or
+    // only a bare DW_AT_name for what the symbol table has as a qualified C++ name (a function
+    // in an anonymous namespace has no linkage name in DWARF). C names stay DWARF's: the symbol
+    // there may be a versioned alias (__libc_start_main@@GLIBC_2.34 for __libc_start_main_impl).
     SymbolHit hit;
-    if ((out.empty() || out.front().function.empty()) && object->has_symbols &&
-        object->symbols.Lookup(address, &hit)) {
+    const bool unnamed = out.empty() || out.back().function.empty();
+    if ((unnamed || !frames.back().has_linkage) && object->has_symbols &&
+        object->symbols.Lookup(address, &hit) &&
+        (unnamed || (hit.value == frames.back().function_entry && std::strncmp(hit.name, "_Z", 2) == 0))) {
       if (out.empty()) out.emplace_back();
-      out.front().function = internal::Demangle(hit.name);
+      out.back().function = internal::Demangle(hit.name);
     }
     if (out.empty()) out.emplace_back();
     return out;
