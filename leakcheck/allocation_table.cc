@@ -42,10 +42,29 @@ uint64_t AllocationTable::live_count() const {
   return live;
 }
 
+uint64_t AllocationTable::live_bytes() const {
+  uint64_t bytes = 0;
+  for (const Shard& shard : shards_) bytes += shard.bytes.load(std::memory_order_relaxed);
+  return bytes;
+}
+
+void AllocationTable::SamplePeak() {
+  const uint64_t live = live_bytes();
+  uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t AllocationTable::peak_bytes() const {
+  const uint64_t live = live_bytes();
+  const uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+  return live > peak ? live : peak;
+}
+
 bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
                              uint64_t sequence) {
   const uint64_t hash = Hash(address);
-  Shard& shard = shards_[hash % kShards];
+  Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
   // Keep at most half the slots used (live or deleted): probes stay short.
   if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) return false;
@@ -55,7 +74,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   for (;; i = (i + 1) & mask) {
     Allocation& a = shard.slots[i];
     if (a.address == address) {  // a block we missed the free of: replace it
-      live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
+      shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
       shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       reuse = i;
       break;
@@ -71,16 +90,13 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   }
   shard.slots[reuse] = Allocation{address, size, sequence, stack_id, thread};
   shard.live.store(shard.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  uint64_t live = live_bytes_.fetch_add(size, std::memory_order_relaxed) + size;
-  uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   return true;
 }
 
 bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   const uint64_t hash = Hash(address);
-  Shard& shard = shards_[hash % kShards];
+  Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
   if (shard.capacity == 0) return false;
   uint64_t mask = shard.capacity - 1;
@@ -89,7 +105,7 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
     if (a.address == 0) return false;
     if (a.address == address) {
       if (removed != nullptr) *removed = a;
-      live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
+      shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
       shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       a.address = 1;  // deleted: probes go on past it
       return true;
@@ -102,13 +118,13 @@ void AllocationTable::Clear() {
     SpinLockHolder hold(shard.lock);
     for (uint64_t i = 0; i < shard.capacity; ++i) {
       Allocation& a = shard.slots[i];
-      if (a.address > 1) live_bytes_.fetch_sub(a.size, std::memory_order_relaxed);
       a.address = 0;
     }
     shard.used = 0;
     shard.live.store(0, std::memory_order_relaxed);
+    shard.bytes.store(0, std::memory_order_relaxed);
   }
-  peak_bytes_.store(live_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  peak_bytes_.store(0, std::memory_order_relaxed);
 }
 
 void AllocationTable::LockAll() {

@@ -54,21 +54,27 @@ class AllocationTable {
   void Clear();
 
   uint64_t live_count() const;
-  uint64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
-  uint64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
+  uint64_t live_bytes() const;
+  // The peak is sampled (threads call SamplePeak() every so many allocations, and the report
+  // does), not tracked per allocation: one shared counter written by every thread would be the
+  // hot path's most contended line.
+  void SamplePeak();
+  uint64_t peak_bytes() const;
   size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
 
   void LockAll();    // around fork()
   void UnlockAll();
 
  private:
-  struct Shard {
+  // A cache line each: threads working on neighbouring shards do not share one.
+  struct alignas(64) Shard {
     SpinLock lock;
     Allocation* slots = nullptr;
     uint64_t capacity = 0;  // a power of two
     uint64_t used = 0;      // live + deleted slots
     // Written under the lock, read without it by live_count().
     std::atomic<uint64_t> live{0};
+    std::atomic<uint64_t> bytes{0};
   };
   bool Grow(Shard& shard);
   static uint64_t Hash(uintptr_t address) {
@@ -78,13 +84,21 @@ class AllocationTable {
     h ^= h >> 33;
     return h;
   }
+  // The shard of an address: a group chosen by its 64 MiB region, then a shard in the group by
+  // its hash. glibc gives each thread's arena a 64 MiB-aligned heap of its own, so threads
+  // allocating at once mostly work in different groups and do not pass shard lines between
+  // cores; a block freed by another thread is still found, by its address.
+  static constexpr int kGroups = 16;
+  static uint64_t ShardOf(uintptr_t address, uint64_t hash) {
+    const uint64_t group = ((address >> 26) * 0x9e3779b97f4a7c15ull) >> 60;  // 0..15
+    return group * (kShards / kGroups) + hash % (kShards / kGroups);
+  }
   // Where an address's probe starts in its shard: the hash bits the shard choice did not use.
   // Lookups and rehashing must agree on it.
   static uint64_t Slot(uint64_t hash, uint64_t capacity) { return (hash / kShards) & (capacity - 1); }
 
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
-  std::atomic<uint64_t> live_bytes_{0};
   std::atomic<uint64_t> peak_bytes_{0};
   std::atomic<size_t> table_bytes_{0};
 };

@@ -17,7 +17,11 @@ __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial
 // This thread's block of sequence numbers: one shared atomic per kSequenceBlock allocations.
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
-constexpr uint64_t kSequenceBlock = 256;
+constexpr uint64_t kSequenceBlock = 64;
+// The peak is sampled every kPeakSampleBlocks blocks of a thread: summing the shards' counters
+// reads lines other cores write.
+constexpr uint64_t kPeakSampleBlocks = 16;
+__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_blocks = 0;
 
 State& GlobalState() {
   static State state;  // constant-initialized, trivially destructible
@@ -90,6 +94,7 @@ void ForgetThreadAfterFork() {
 namespace {
 uint64_t NextSequence(AllocationTable& table) {
   if (t_sequence_next == t_sequence_end) {
+    if (t_blocks++ % kPeakSampleBlocks == 0) table.SamplePeak();
     t_sequence_next = table.ReserveSequences(kSequenceBlock);
     t_sequence_end = t_sequence_next + kSequenceBlock;
   }
