@@ -15,7 +15,7 @@ packages=(
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then
-  packages+=(heaptrack time bc)
+  packages+=(heaptrack time bc elfutils libc6-dbg llvm-14)
 fi
 
 missing=()

@@ -114,6 +114,21 @@ TEST(SymbolizeCli, SameLinesAsAddr2lineOnAnInlineHeavyBinary) {
   EXPECT_EQ(plain_want, plain_got);
 }
 
+// C with a relative DW_AT_comp_dir (as glibc is built) and an alias: file names carry the
+// comp_dir in front of a relative directory, and C functions keep their DWARF names.
+TEST(SymbolizeCli, SameLinesAsAddr2lineOnCWithARelativeCompDir) {
+  const std::string fixture = C_FIXTURE;
+  std::string addresses = WriteAddresses(fixture, 2000);
+  std::string want = Shell("addr2line -a -f -C -i -e " + fixture + " < " + addresses);
+  std::string got = Shell(kTool + " --addr2line -a -f -C -i -e " + fixture + " < " + addresses);
+  ASSERT_NE(want.find("./build-dir/"), std::string::npos) << want.substr(0, 400);
+  ASSERT_NE(want.find("ImplementationName"), std::string::npos);
+  Agreement a = Compare(want, got);
+  std::printf("C fixture: %zu of %zu addresses identical\n", a.same, a.total);
+  EXPECT_GT(a.total, 300u);
+  EXPECT_EQ(a.same + a.addr2line_wrong, a.total) << a.first_difference;
+}
+
 TEST(SymbolizeCli, SeparateDebugFileByDebuglinkAndByBuildId) {
   const std::string dir = ::testing::TempDir() + "debugfiles." + std::to_string(getpid()) + "/";
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);

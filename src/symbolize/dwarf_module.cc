@@ -155,6 +155,17 @@ void DwarfModule::Name(Dwarf_Die* die, DwarfFrame* frame) {
       const char* plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
       name.function = plain != nullptr ? plain : "";
       name.linkage = name.function;
+      // In a language without name mangling (C, assembly) the plain name is the linkage name,
+      // as binutils counts it: the symbol table is not asked for a better one.
+      Dwarf_Die unit;
+      if (plain != nullptr && dwarf_diecu(die, &unit, nullptr, nullptr) != nullptr) {
+        const int lang = dwarf_srclang(&unit);
+        const bool mangled = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+                             lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
+                             lang == DW_LANG_ObjC_plus_plus || lang == DW_LANG_D ||
+                             lang == DW_LANG_Rust || lang < 0;
+        name.has_linkage = !mangled;
+      }
     }
     it = names_.emplace(key, std::move(name)).first;
   }
@@ -194,10 +205,20 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
   std::sort(containing.begin(), containing.end(),
             [](const Scope* a, const Scope* b) { return a->depth > b->depth; });
 
+  // libdw joins a file with its line-table directory; a directory that is itself relative is
+  // relative to the unit's DW_AT_comp_dir, which binutils and LLVM put in front too (glibc's
+  // "./stdio-common" + "./stdio-common/vfscanf-internal.c").
+  Dwarf_Attribute comp_dir_attr;
+  const char* comp_dir = dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &comp_dir_attr));
+  auto source_path = [comp_dir](const char* file) {
+    if (file[0] == '/' || comp_dir == nullptr || comp_dir[0] == '\0') return std::string(file);
+    return std::string(comp_dir) + "/" + file;
+  };
+
   DwarfFrame innermost;
   if (Dwarf_Line* line = dwarf_getsrc_die(&cu, addr)) {
     const char* file = dwarf_linesrc(line, nullptr, nullptr);
-    if (file != nullptr) innermost.file = file;
+    if (file != nullptr) innermost.file = source_path(file);
     dwarf_lineno(line, &innermost.line);
     dwarf_linecol(line, &innermost.column);
     dwarf_linediscriminator(line, &innermost.discriminator);
@@ -235,7 +256,7 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
     if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &value) == 0 && files != nullptr &&
         value < nfiles) {
       const char* file = dwarf_filesrc(files, value, nullptr, nullptr);
-      if (file != nullptr) caller.file = file;
+      if (file != nullptr) caller.file = source_path(file);
     }
     if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &value) == 0) {
       caller.line = static_cast<int>(value);
