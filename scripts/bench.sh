@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# Builds in Release and runs the unwind benchmark: every stackwalk method and the peers on the
-# same stacks in one run, with the machine, compiler and commit it ran on.
-# Extra arguments go to Google Benchmark (e.g. --benchmark_filter=/64).
+# Every benchmark, in Release, with the machine, compiler and commit it ran on:
+#   1. unwinding: every stackwalk method and the peers on the same stacks in one run (Google
+#      Benchmark; ns/frame, ns/capture and each row's ratio to every peer);
+#   2. the leak checker against heaptrack, valgrind and LeakSanitizer (scripts/bench_leakcheck.sh);
+#   3. symbolization against addr2line, eu-addr2line and llvm-symbolizer (scripts/bench_symbolize.sh).
+# Usage: scripts/bench.sh [unwind|leakcheck|symbolize] [Google Benchmark arguments for unwind, e.g.
+# --benchmark_filter=/64]. ARM targets are left out: a capture under qemu-user is not a speed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/scripts/setup.sh"
-build="$root/build/bench-release"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTACKWALK_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target unwind_benchmark >/dev/null
-echo "commit:   $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "compiler: $(c++ --version | head -1)"
-echo "cpu:      $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-exec "$build/bench/unwind_benchmark" --benchmark_counters_tabular=true "$@"
+part=all
+case "${1:-}" in
+  unwind|leakcheck|symbolize) part="$1"; shift ;;
+esac
+"$root/scripts/setup.sh" bench
+
+if [ "$part" = all ] || [ "$part" = unwind ]; then
+  build="$root/build/bench-release"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTACKWALK_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$build" -j2 --target unwind_benchmark >/dev/null
+  echo "=== unwinding"
+  echo "commit:   $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "compiler: $(c++ --version | head -1)"
+  echo "cpu:      $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
+  "$build/bench/unwind_benchmark" --benchmark_counters_tabular=true "$@"
+fi
+if [ "$part" = all ] || [ "$part" = leakcheck ]; then
+  echo; echo "=== the leak checker"
+  "$root/scripts/bench_leakcheck.sh"
+fi
+if [ "$part" = all ] || [ "$part" = symbolize ]; then
+  echo; echo "=== symbolization"
+  "$root/scripts/bench_symbolize.sh"
+fi
