@@ -125,6 +125,10 @@ DwarfModule::CuIndex* DwarfModule::IndexFor(Dwarf_Die* cu) {
   if (it != cus_.end()) return it->second.get();
   auto index = std::make_unique<CuIndex>();
   index->cu = *cu;
+  Dwarf_Attribute comp_dir;
+  if (const char* dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &comp_dir))) {
+    index->comp_dir = dir;
+  }
   Collect(cu, 0, &index->scopes);
   std::sort(index->scopes.begin(), index->scopes.end(),
             [](const Scope& a, const Scope& b) { return a.low < b.low; });
@@ -138,40 +142,73 @@ DwarfModule::CuIndex* DwarfModule::IndexFor(Dwarf_Die* cu) {
   return raw;
 }
 
-void DwarfModule::Name(Dwarf_Die* die, DwarfFrame* frame) {
-  const Dwarf_Off key = dwarf_dieoffset(die);
-  auto it = names_.find(key);
-  if (it == names_.end()) {
-    CachedName name{"", "", false};
-    Dwarf_Attribute attr;
-    for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
-      const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, at, &attr));
-      if (linkage != nullptr) {
-        name = {Demangle(linkage), linkage, true};
-        break;
-      }
+// libdw joins a file with its line-table directory; a directory that is itself relative is
+// relative to the unit's DW_AT_comp_dir, which binutils and LLVM put in front too (glibc's
+// "./stdio-common" + "./stdio-common/vfscanf-internal.c").
+std::string DwarfModule::SourcePath(const char* file, const CuIndex& index) const {
+  if (file[0] == '/' || index.comp_dir.empty()) return file;
+  return index.comp_dir + "/" + file;
+}
+
+const DwarfModule::ScopeInfo* DwarfModule::InfoFor(Dwarf_Off offset, const CuIndex& index) {
+  auto it = scopes_.find(offset);
+  if (it != scopes_.end()) return &it->second;
+  Dwarf_Die die;
+  if (dwarf_offdie(dwarf_, offset, &die) == nullptr) return nullptr;
+  ScopeInfo info;
+  Dwarf_Attribute attr;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    const char* linkage = dwarf_formstring(dwarf_attr_integrate(&die, at, &attr));
+    if (linkage != nullptr) {
+      info.function = Demangle(linkage);
+      info.linkage = linkage;
+      info.has_linkage = true;
+      break;
     }
-    if (!name.has_linkage) {
-      const char* plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-      name.function = plain != nullptr ? plain : "";
-      name.linkage = name.function;
-      // In a language without name mangling (C, assembly) the plain name is the linkage name,
-      // as binutils counts it: the symbol table is not asked for a better one.
-      Dwarf_Die unit;
-      if (plain != nullptr && dwarf_diecu(die, &unit, nullptr, nullptr) != nullptr) {
-        const int lang = dwarf_srclang(&unit);
-        const bool mangled = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-                             lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
-                             lang == DW_LANG_ObjC_plus_plus || lang == DW_LANG_D ||
-                             lang == DW_LANG_Rust || lang < 0;
-        name.has_linkage = !mangled;
-      }
-    }
-    it = names_.emplace(key, std::move(name)).first;
   }
-  frame->function = it->second.function;
-  frame->linkage = it->second.linkage;
-  frame->has_linkage = it->second.has_linkage;
+  if (!info.has_linkage) {
+    const char* plain = dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_name, &attr));
+    info.function = plain != nullptr ? plain : "";
+    info.linkage = info.function;
+    // In a language without name mangling (C, assembly) the plain name is the linkage name,
+    // as binutils counts it: the symbol table is not asked for a better one.
+    if (plain != nullptr) {
+      Dwarf_Die unit = index.cu;
+      const int lang = dwarf_srclang(&unit);
+      const bool mangled = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+                           lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
+                           lang == DW_LANG_ObjC_plus_plus || lang == DW_LANG_D ||
+                           lang == DW_LANG_Rust || lang < 0;
+      info.has_linkage = !mangled;
+    }
+  }
+  // The function's lowest address, as binutils keys functions (its first range for functions
+  // split into hot and cold parts).
+  Dwarf_Addr low, base, begin, end;
+  if (dwarf_lowpc(&die, &low) == 0) {
+    info.entry = low;
+  } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
+    info.entry = begin;
+  }
+  info.inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
+  if (info.inlined) {
+    Dwarf_Word value;
+    Dwarf_Files* files = nullptr;
+    size_t nfiles = 0;
+    Dwarf_Die unit = index.cu;
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &value) == 0 &&
+        dwarf_getsrcfiles(&unit, &files, &nfiles) == 0 && value < nfiles) {
+      const char* file = dwarf_filesrc(files, value, nullptr, nullptr);
+      if (file != nullptr) info.call_file = SourcePath(file, index);
+    }
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &value) == 0) {
+      info.call_line = static_cast<int>(value);
+    }
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_column, &attr), &value) == 0) {
+      info.call_column = static_cast<int>(value);
+    }
+  }
+  return &scopes_.emplace(offset, std::move(info)).first->second;
 }
 
 std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
@@ -205,45 +242,27 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
   std::sort(containing.begin(), containing.end(),
             [](const Scope* a, const Scope* b) { return a->depth > b->depth; });
 
-  // libdw joins a file with its line-table directory; a directory that is itself relative is
-  // relative to the unit's DW_AT_comp_dir, which binutils and LLVM put in front too (glibc's
-  // "./stdio-common" + "./stdio-common/vfscanf-internal.c").
-  Dwarf_Attribute comp_dir_attr;
-  const char* comp_dir = dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &comp_dir_attr));
-  auto source_path = [comp_dir](const char* file) {
-    if (file[0] == '/' || comp_dir == nullptr || comp_dir[0] == '\0') return std::string(file);
-    return std::string(comp_dir) + "/" + file;
-  };
-
   DwarfFrame innermost;
   if (Dwarf_Line* line = dwarf_getsrc_die(&cu, addr)) {
     const char* file = dwarf_linesrc(line, nullptr, nullptr);
-    if (file != nullptr) innermost.file = source_path(file);
+    if (file != nullptr) innermost.file = SourcePath(file, *index);
     dwarf_lineno(line, &innermost.line);
     dwarf_linecol(line, &innermost.column);
     dwarf_linediscriminator(line, &innermost.discriminator);
   } else if (const char* name = dwarf_diename(&cu)) {
     innermost.file = name;  // no line row here: at least the source file it came from
   }
-  Dwarf_Files* files = nullptr;
-  size_t nfiles = 0;
-  dwarf_getsrcfiles(&cu, &files, &nfiles);
 
   DwarfFrame current = innermost;
   for (size_t i = 0; i < containing.size(); ++i) {
-    Dwarf_Die die;
-    if (dwarf_offdie(dwarf_, containing[i]->die, &die) == nullptr) break;
-    Name(&die, &current);
+    const ScopeInfo* info = InfoFor(containing[i]->die, *index);
+    if (info == nullptr) break;
+    current.function = info->function;
+    current.linkage = info->linkage;
+    current.has_linkage = info->has_linkage;
     current.die = containing[i]->die;
-    // The function's lowest address, as binutils keys functions (its first range for
-    // functions split into hot and cold parts).
-    Dwarf_Addr low, base, begin, end;
-    if (dwarf_lowpc(&die, &low) == 0) {
-      current.function_entry = low;
-    } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
-      current.function_entry = begin;
-    }
-    if (dwarf_tag(&die) != DW_TAG_inlined_subroutine) {
+    current.function_entry = info->entry;
+    if (!info->inlined) {
       frames.push_back(current);
       break;  // the real function: its callers are other frames of the stack
     }
@@ -251,19 +270,9 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
     frames.push_back(current);
     // The caller continues at the call site.
     DwarfFrame caller;
-    Dwarf_Attribute attr;
-    Dwarf_Word value;
-    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &value) == 0 && files != nullptr &&
-        value < nfiles) {
-      const char* file = dwarf_filesrc(files, value, nullptr, nullptr);
-      if (file != nullptr) caller.file = source_path(file);
-    }
-    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &value) == 0) {
-      caller.line = static_cast<int>(value);
-    }
-    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_column, &attr), &value) == 0) {
-      caller.column = static_cast<int>(value);
-    }
+    caller.file = info->call_file;
+    caller.line = info->call_line;
+    caller.column = info->call_column;
     current = caller;
     if (i + 1 == containing.size()) frames.push_back(current);  // caller without a scope
   }

@@ -62,25 +62,32 @@ class DwarfModule {
   struct CuIndex {
     Dwarf_Die cu;
     std::vector<Scope> scopes;
+    std::string comp_dir;  // DW_AT_comp_dir, empty if none
+  };
+  // What a lookup needs of a scope, read from its entry once: the same functions come up
+  // address after address, and each libdw entry access takes locks and searches.
+  struct ScopeInfo {
+    std::string function;
+    std::string linkage;
+    bool has_linkage = false;
+    bool inlined = false;
+    uint64_t entry = 0;  // lowest address (first range)
+    std::string call_file;  // of an inlined call: where its caller continues
+    int call_line = 0;
+    int call_column = 0;
   };
 
   DwarfModule() = default;
   CuIndex* IndexFor(Dwarf_Die* cu);
   void Collect(Dwarf_Die* die, int depth, std::vector<Scope>* out);
-  void Name(Dwarf_Die* die, DwarfFrame* frame);
+  const ScopeInfo* InfoFor(Dwarf_Off die, const CuIndex& index);
+  std::string SourcePath(const char* file, const CuIndex& index) const;
 
   int fd_ = -1;
   Dwarf* dwarf_ = nullptr;
   std::string debug_path_;
   std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus_;
-  // Names by DWARF entry: the same functions come up address after address, and demangling is
-  // costly.
-  struct CachedName {
-    std::string function;
-    std::string linkage;
-    bool has_linkage;
-  };
-  std::unordered_map<Dwarf_Off, CachedName> names_;
+  std::unordered_map<Dwarf_Off, ScopeInfo> scopes_;
 };
 
 }  // namespace stackwalk::internal
