@@ -129,6 +129,50 @@ TEST(SymbolizeCli, SameLinesAsAddr2lineOnCWithARelativeCompDir) {
   EXPECT_EQ(a.same + a.addr2line_wrong, a.total) << a.first_difference;
 }
 
+// A stripped object with MiniDebugInfo (.gnu_debugdata, made the way Fedora's build does): its
+// static functions, absent from .dynsym, are named from the xz-compressed symbol table; a
+// corrupt section leaves them unnamed, without a crash.
+TEST(SymbolizeCli, MiniDebugInfoNamesStaticFunctionsOfAStrippedObject) {
+  const std::string fixture = C_FIXTURE;
+  const std::string dir = ::testing::TempDir() + "mini." + std::to_string(getpid());
+  const std::string mini = dir + "/mini", bad = dir + "/bad";
+  std::string make =
+      "set -e; rm -rf " + dir + "; mkdir -p " + dir + "; cd " + dir + "; cp " + fixture + " " + mini +
+      "; nm -D " + mini + " --format=posix --defined-only | awk '{print $1}' | sort > dynsyms"
+      "; nm " + mini + " --format=posix --defined-only | awk '$2 ~ /[Tt]/ {print $1}' | sort > funcsyms"
+      "; comm -13 dynsyms funcsyms > keep"
+      "; objcopy -S --remove-section .comment --keep-symbols=keep " + mini + " debugdata"
+      "; xz -f debugdata; strip --strip-all " + mini + "; cp " + mini + " " + bad +
+      "; objcopy --add-section .gnu_debugdata=debugdata.xz " + mini +
+      "; head -c 100 debugdata.xz > broken.xz; objcopy --add-section .gnu_debugdata=broken.xz " + bad;
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  // Mix is static: in the MiniDebugInfo only.
+  std::string mix = Shell("nm " + fixture + " | awk '$3 == \"Mix\" {print \"0x\" $1}'");
+  ASSERT_FALSE(mix.empty());
+  mix.pop_back();
+  EXPECT_EQ(Shell("nm " + mini + " 2>&1 | grep -c ' Mix$' || true"), "0\n");  // really stripped
+  EXPECT_EQ(Shell(kTool + " --addr2line -f -e " + mini + " " + mix), "Mix\n??:?\n");
+  EXPECT_NE(Shell(kTool + " --addr2line -f -e " + bad + " " + mix).rfind("Mix\n", 0), 0u);
+  EXPECT_EQ(Shell(kTool + " --addr2line -f -e " + bad + " " + mix + " >/dev/null; echo $?"), "0\n");
+}
+
+// Compressed debug sections (SHF_COMPRESSED, zlib and zstd where objcopy has it): the same
+// lines as from the uncompressed file.
+TEST(SymbolizeCli, CompressedDebugSectionsGiveTheSameLines) {
+  const std::string fixture = C_FIXTURE;
+  const std::string packed = ::testing::TempDir() + "gz." + std::to_string(getpid());
+  ASSERT_EQ(std::system(("objcopy --compress-debug-sections=zlib " + fixture + " " + packed).c_str()), 0);
+  ASSERT_NE(Shell("readelf -S -W " + packed + " | grep debug_info"), "");
+  ASSERT_NE(Shell("readelf -S -W " + packed + " | grep debug_info | grep ' C '"), "")
+      << "not compressed";
+  std::string addresses = WriteAddresses(fixture, 500);
+  std::string want = Shell(kTool + " --addr2line -a -f -C -i -e " + fixture + " < " + addresses);
+  std::string got = Shell(kTool + " --addr2line -a -f -C -i -e " + packed + " < " + addresses);
+  EXPECT_GT(want.size(), 1000u);
+  EXPECT_EQ(got, want);
+  EXPECT_NE(want.find("inline_c.c:"), std::string::npos);
+}
+
 TEST(SymbolizeCli, SeparateDebugFileByDebuglinkAndByBuildId) {
   const std::string dir = ::testing::TempDir() + "debugfiles." + std::to_string(getpid()) + "/";
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);

@@ -100,15 +100,14 @@ std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr, bool binutils_na
     f.function = name;  // demangled when printed, if asked
   };
   if (!binutils_names) {
-    if ((frames.empty() || frames.front().function.empty()) && object->has_symbols &&
-        object->symbols.Lookup(addr, &hit)) {
+    if ((frames.empty() || frames.front().function.empty()) && object->LookupSymbol(addr, &hit)) {
       if (frames.empty()) frames.emplace_back();
       rename(frames.front(), hit.name);
     }
     return frames;
   }
   if (frames.empty() || frames.front().function.empty()) {
-    if (object->has_symbols && object->symbols.Lookup(addr, &hit)) {
+    if (object->LookupSymbol(addr, &hit)) {
       if (frames.empty()) frames.emplace_back();
       rename(frames.front(), hit.name);
       // No line: binutils names the source file of the symbol table's STT_FILE entry.
@@ -117,7 +116,7 @@ std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr, bool binutils_na
   } else if (!frames.front().has_linkage) {
     DwarfFrame& f = frames.front();
     if (object->looked_up.insert(f.die).second) {
-      if (object->has_symbols && object->symbols.Lookup(addr, &hit)) {
+      if (object->LookupSymbol(addr, &hit)) {
         if (hit.value == f.function_entry) object->renamed[f.die] = hit.name;
         rename(f, hit.name);
       }

@@ -101,6 +101,7 @@ void ElfImage::Close() {
   debuglink_ = nullptr;
   debuglink_crc_ = 0;
   has_debug_info_ = false;
+  mini_debuginfo_offset_ = mini_debuginfo_size_ = 0;
 }
 
 bool ElfImage::Index() {
@@ -169,6 +170,9 @@ bool ElfImage::Index() {
       }
     } else if (name != nullptr && std::strcmp(name, ".debug_line") == 0) {
       has_debug_info_ = true;
+    } else if (name != nullptr && std::strcmp(name, ".gnu_debugdata") == 0) {
+      mini_debuginfo_offset_ = sh.sh_offset;
+      mini_debuginfo_size_ = sh.sh_size;
     }
   }
   return true;

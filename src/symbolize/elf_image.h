@@ -50,6 +50,15 @@ class ElfImage {
   // True if the file has DWARF line information (.debug_line), i.e. is worth handing to libdw.
   bool has_debug_info() const { return has_debug_info_; }
   uint16_t type() const { return type_; }  // ET_EXEC, ET_DYN, ...
+  // The .gnu_debugdata section (MiniDebugInfo: an xz-compressed ELF file holding the symbols a
+  // stripped object dropped); false if there is none.
+  bool mini_debuginfo(const uint8_t** bytes, size_t* size) const {
+    if (mini_debuginfo_size_ == 0) return false;
+    *bytes = base_ + mini_debuginfo_offset_;
+    *size = mini_debuginfo_size_;
+    return true;
+  }
+  bool has_symtab() const { return symtab_.count != 0; }
 
   // The link-time address of file offset `offset`, through the PT_LOAD segment holding it (how
   // an address in a process's maps becomes one this file's tables know). Signal-safe.
@@ -76,6 +85,8 @@ class ElfImage {
   const char* debuglink_ = nullptr;
   uint32_t debuglink_crc_ = 0;
   bool has_debug_info_ = false;
+  uint64_t mini_debuginfo_offset_ = 0;
+  uint64_t mini_debuginfo_size_ = 0;
   uint16_t type_ = 0;
   uint64_t section_headers_ = 0;  // file offset
   uint32_t section_count_ = 0;

@@ -5,12 +5,15 @@
 #ifndef STACKWALK_SRC_SYMBOLIZE_OBJECT_FILE_H_
 #define STACKWALK_SRC_SYMBOLIZE_OBJECT_FILE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "format/json_string.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
+#include "symbolize/mini_debuginfo.h"
 
 namespace stackwalk::internal {
 
@@ -20,6 +23,10 @@ struct ObjectFile {
   bool has_symbols = false;
   ElfImage file;
   bool has_file = false;
+  // MiniDebugInfo (.gnu_debugdata), decompressed, when the symbol table in use has no .symtab.
+  std::vector<uint8_t> mini_bytes;
+  ElfImage mini;
+  bool has_mini = false;
 
   // Opens everything there is for `path`; what is missing stays empty.
   void Load(const std::string& path, const std::string& debug_root = "/usr/lib/debug") {
@@ -29,6 +36,38 @@ struct ObjectFile {
                    symbols.Open(dwarf->debug_path().c_str())) ||
                   symbols.Open(path.c_str());
     has_file = file.Open(path.c_str());
+    const uint8_t* packed = nullptr;
+    size_t packed_size = 0;
+    if (has_file && !(has_symbols && symbols.has_symtab()) &&
+        file.mini_debuginfo(&packed, &packed_size)) {
+      auto unpacked = DecompressXz(packed, packed_size);
+      if (unpacked.ok()) {
+        mini_bytes = std::move(*unpacked);
+        has_mini = mini.OpenMemory(mini_bytes.data(), mini_bytes.size());
+      }
+    }
+  }
+
+  // The symbol at link-time address `addr`: from the MiniDebugInfo and the symbol table, the
+  // one containing it (the smaller if both do), else the nearer function below it.
+  bool LookupSymbol(uint64_t addr, SymbolHit* out) const {
+    SymbolHit a, b;
+    const bool in_mini = has_mini && mini.Lookup(addr, &a);
+    const bool in_table = has_symbols && symbols.Lookup(addr, &b);
+    if (!in_mini || !in_table) {
+      if (in_mini) *out = a;
+      if (in_table) *out = b;
+      return in_mini || in_table;
+    }
+    auto contains = [addr](const SymbolHit& h) { return h.size != 0 && addr - h.value < h.size; };
+    if (contains(a) != contains(b)) {
+      *out = contains(a) ? a : b;
+    } else if (contains(a)) {
+      *out = a.size <= b.size ? a : b;
+    } else {
+      *out = a.value >= b.value ? a : b;
+    }
+    return true;
   }
 };
 

@@ -72,8 +72,7 @@ struct Symbolizer::Impl {
     // there may be a versioned alias (__libc_start_main@@GLIBC_2.34 for __libc_start_main_impl).
     SymbolHit hit;
     const bool unnamed = out.empty() || out.back().function.empty();
-    if ((unnamed || !frames.back().has_linkage) && object->has_symbols &&
-        object->symbols.Lookup(address, &hit) &&
+    if ((unnamed || !frames.back().has_linkage) && object->LookupSymbol(address, &hit) &&
         (unnamed || (hit.value == frames.back().function_entry && std::strncmp(hit.name, "_Z", 2) == 0))) {
       if (out.empty()) out.emplace_back();
       out.back().function = internal::Demangle(hit.name);
@@ -135,7 +134,7 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
                                                                        uint64_t address) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   Object* object = impl_->ObjectFor(path);
-  if (!object->dwarf && !object->has_symbols) {
+  if (!object->dwarf && !object->has_symbols && !object->has_mini) {
     return absl::NotFoundError(absl::StrCat(path, ": not a readable ELF file of this class"));
   }
   std::vector<SymbolizedFrame> frames = impl_->Lookup(object, address);
