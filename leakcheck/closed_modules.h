@@ -10,18 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "leakcheck/loaded_objects.h"
+
 namespace stackwalk::leakcheck {
-
-struct LoadedObject {
-  std::string path;
-  uintptr_t bias = 0;
-  uintptr_t start = 0;  // lowest and highest address of its PT_LOAD segments
-  uintptr_t end = 0;
-  uint64_t closed_at = 0;  // allocation sequence number when it was unloaded
-};
-
-// The objects loaded now (dl_iterate_phdr). Allocates: call under a ReentryGuard.
-std::vector<LoadedObject> ListLoadedObjects();
 
 class ClosedModules {
  public:

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "leakcheck/loaded_objects.h"
+
 namespace stackwalk::leakcheck {
 namespace {
 
@@ -33,39 +35,9 @@ inline uint32_t RelocType(uint32_t info) { return ELF32_R_TYPE(info); }
 inline uint32_t RelocSymbol(uint32_t info) { return ELF32_R_SYM(info); }
 #endif
 
-struct ObjectView {
-  std::string path;
-  uintptr_t bias = 0;
-  const ElfW(Phdr)* phdr = nullptr;
-  int phnum = 0;
-};
-
-std::string ProgramPath() {
-  char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
-}
-
-std::vector<ObjectView> LoadedObjects() {
-  std::vector<ObjectView> objects;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        ObjectView o;
-        o.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        o.bias = info->dlpi_addr;
-        o.phdr = info->dlpi_phdr;
-        o.phnum = info->dlpi_phnum;
-        static_cast<std::vector<ObjectView>*>(data)->push_back(o);
-        return 0;
-      },
-      &objects);
-  if (!objects.empty() && objects[0].path.empty()) objects[0].path = ProgramPath();
-  return objects;
-}
-
 // The slots of one object bound to a wanted symbol: calls fn(slot address, symbol name).
 template <class Fn>
-void ForEachGotSlot(const ObjectView& o, Fn&& fn) {
+void ForEachGotSlot(const LoadedObject& o, Fn&& fn) {
   const ElfW(Dyn)* dynamic = nullptr;
   for (int i = 0; i < o.phnum; ++i) {
     if (o.phdr[i].p_type == PT_DYNAMIC) {
@@ -126,7 +98,7 @@ void ForEachGotSlot(const ObjectView& o, Fn&& fn) {
 
 // Whether the dynamic loader made the slot's page read-only: the PT_GNU_RELRO pages, with the
 // end rounded down as the loader does (a last partial page stays writable, shared with .data).
-bool InRelro(const ObjectView& o, uintptr_t address) {
+bool InRelro(const LoadedObject& o, uintptr_t address) {
   const uintptr_t page_mask = ~(static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)) - 1);
   for (int i = 0; i < o.phnum; ++i) {
     const ElfW(Phdr)& ph = o.phdr[i];
@@ -152,7 +124,7 @@ bool WriteSlot(uintptr_t address, uintptr_t value, bool read_only) {
 int GotPatcher::Patch(const std::vector<GotHook>& hooks,
                       const std::function<bool(const std::string&)>& accept) {
   int patched = 0;
-  for (const ObjectView& o : LoadedObjects()) {
+  for (const LoadedObject& o : ListLoadedObjects()) {
     if (!accept(o.path)) continue;
     ForEachGotSlot(o, [&](uintptr_t slot, const char* symbol) {
       auto hook = std::find_if(hooks.begin(), hooks.end(), [&](const GotHook& h) {
@@ -173,10 +145,10 @@ int GotPatcher::Patch(const std::vector<GotHook>& hooks,
 }
 
 void GotPatcher::ForgetUnloaded() {
-  std::vector<ObjectView> loaded = LoadedObjects();
+  std::vector<LoadedObject> loaded = ListLoadedObjects();
   slots_.erase(std::remove_if(slots_.begin(), slots_.end(),
                               [&](const Slot& s) {
-                                return std::none_of(loaded.begin(), loaded.end(), [&](const ObjectView& o) {
+                                return std::none_of(loaded.begin(), loaded.end(), [&](const LoadedObject& o) {
                                   return o.bias == s.object_bias && o.path == s.object;
                                 });
                               }),
