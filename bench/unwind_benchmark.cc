@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/debugging/stacktrace.h"
+#include "no_fp_stack.h"
 #include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
 
@@ -86,8 +87,24 @@ __attribute__((noinline)) void AtDepth(int depth, benchmark::State& state, const
   if (frames <= 0) state.SkipWithError("capture returned no frames");
 }
 
+// range(1) == 1: the stack below the benchmark has no frame pointers and passes through qsort.
+struct Bottom {
+  benchmark::State* state;
+  const CaptureFn* fn;
+};
+
 void Run(benchmark::State& state, const CaptureFn& fn) {
-  AtDepth(static_cast<int>(state.range(0)), state, fn);
+  if (state.range(1) == 0) {
+    AtDepth(static_cast<int>(state.range(0)), state, fn);
+    return;
+  }
+  Bottom bottom{&state, &fn};
+  bench::NoFpStack(static_cast<int>(state.range(0)),
+                   [](void* arg) {
+                     auto* b = static_cast<Bottom*>(arg);
+                     AtDepth(0, *b->state, *b->fn);
+                   },
+                   &bottom);
 }
 
 void BM_StackwalkFp(benchmark::State& state) {
@@ -160,8 +177,11 @@ void BM_LlvmUnwindBacktrace(benchmark::State& state) {
   });
 }
 
-#define DEPTHS ->Arg(8)->Arg(32)->Arg(64)->Arg(128)
-BENCHMARK(BM_StackwalkFp) DEPTHS;
+// Arguments: depth, and 0 = a frame-pointer stack / 1 = no frame pointers, through qsort (the
+// frame-pointer walkers are left out there: they stop at the first frame without one).
+#define DEPTHS ->ArgNames({"", "nofp"})->ArgsProduct({{8, 32, 64, 128}, {0, 1}})
+#define FP_DEPTHS ->ArgNames({"", "nofp"})->ArgsProduct({{8, 32, 64, 128}, {0}})
+BENCHMARK(BM_StackwalkFp) FP_DEPTHS;
 BENCHMARK(BM_StackwalkEhFrame) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameRulesOnly) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameCold) DEPTHS;
@@ -170,7 +190,7 @@ BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
 BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;
 BENCHMARK(BM_GlibcBacktrace) DEPTHS;
 BENCHMARK(BM_LlvmUnwindBacktrace) DEPTHS;
-BENCHMARK(BM_AbseilGetStackTrace) DEPTHS;
+BENCHMARK(BM_AbseilGetStackTrace) FP_DEPTHS;
 
 }  // namespace
 
@@ -184,7 +204,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (it == run.counters.end() || run.error_occurred) continue;
       std::string name = run.benchmark_name();
       size_t slash = name.find('/');
-      rows_[name.substr(slash + 1)][name.substr(3, slash - 3)] = it->second.value * 1e9;
+      std::string shape = name.substr(slash + 1);  // "64/nofp:0"
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{"/nofp:0", ""},
+                                     {"/nofp:1", ", no frame pointers, through qsort"}}) {
+        if (size_t at = shape.find(from); at != std::string::npos) shape.replace(at, from.size(), to);
+      }
+      rows_[shape][name.substr(3, slash - 3)] = it->second.value * 1e9;
     }
     ConsoleReporter::ReportRuns(runs);
   }
