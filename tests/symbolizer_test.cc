@@ -88,6 +88,25 @@ TEST(Symbolizer, LibraryWithoutDebugInfoStillGetsItsSymbolName) {
   EXPECT_NE(frames.back().function.find("abort"), std::string::npos) << stackwalk::FormatFrames(frames);
 }
 
+// A PC of a library dlclose'd since: named from the library's file, once the module map saw it.
+TEST(Symbolizer, NamesPcsOfAnUnloadedLibrary) {
+  void* lib = dlopen(CHAIN_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* entry = dlsym(lib, "chain_lib_entry");
+  ASSERT_NE(entry, nullptr);
+  stackwalk_refresh_modules();
+  ASSERT_EQ(dlclose(lib), 0);
+  Dl_info info;
+  ASSERT_EQ(dladdr(entry, &info), 0) << "the library is still loaded";
+  EXPECT_EQ(stackwalk_refresh_modules(), 1);  // the module map no longer has it
+  stackwalk::Symbolizer symbolizer;
+  auto frames = symbolizer.Symbolize(static_cast<char*>(entry) + 1, false);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().function, "chain_lib_entry") << stackwalk::FormatFrames(frames);
+  EXPECT_EQ(frames.back().module, CHAIN_LIB_PATH);
+  EXPECT_NE(frames.back().file.find("chain_lib.c"), std::string::npos) << stackwalk::FormatFrames(frames);
+}
+
 TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   stackwalk::Symbolizer symbolizer;
   auto frames = symbolizer.Symbolize(reinterpret_cast<void*>(16), false);

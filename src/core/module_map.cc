@@ -250,12 +250,46 @@ bool ModuleMap::RebuildLocked() {
     snap->generation_ = rebuilds_.load() + 1;
     ModuleSnapshot* old = current_.exchange(snap);
     rebuilds_.fetch_add(1);
+    if (old != nullptr) NoteUnloadedLocked(*old, *snap);
     if (old != nullptr) {
       old->next_retired_ = retired_;
       retired_ = old;
     }
     FreeRetiredLocked();
     return true;
+  }
+  return false;
+}
+
+void ModuleMap::NoteUnloadedLocked(const ModuleSnapshot& before, const ModuleSnapshot& after) {
+  for (int i = 0; i < before.size(); ++i) {
+    const Module& m = before.module(i);
+    if (m.is_vdso || m.is_main_executable || m.path[0] == '\0') continue;
+    bool still_loaded = false;
+    for (int j = 0; j < after.size() && !still_loaded; ++j) {
+      const Module& n = after.module(j);
+      still_loaded = n.load_bias == m.load_bias && n.extent.lo == m.extent.lo &&
+                     std::strcmp(n.path, m.path) == 0;
+    }
+    if (still_loaded) continue;
+    UnloadedModule& u = unloaded_[unloaded_count_++ % kUnloadedKept];
+    std::strncpy(u.path, m.path, sizeof(u.path) - 1);
+    u.path[sizeof(u.path) - 1] = '\0';
+    u.load_bias = m.load_bias;
+    u.extent = m.extent;
+    u.unloaded_after_generation = before.generation();
+  }
+}
+
+bool ModuleMap::FindUnloaded(uint64_t pc, UnloadedModule* out) const {
+  std::lock_guard<std::mutex> lock(g_writer_mutex);
+  const uint64_t kept = unloaded_count_ < kUnloadedKept ? unloaded_count_ : kUnloadedKept;
+  for (uint64_t k = 0; k < kept; ++k) {  // newest first
+    const UnloadedModule& u = unloaded_[(unloaded_count_ - 1 - k) % kUnloadedKept];
+    if (u.extent.Contains(pc)) {
+      *out = u;
+      return true;
+    }
   }
   return false;
 }

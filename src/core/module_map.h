@@ -54,6 +54,15 @@ class ModuleSnapshot {
   Module* modules_ = nullptr;
 };
 
+// An object that was in a snapshot and is not in a later one: dlclose'd. Kept so that PCs captured
+// while it was loaded can still be named from its file.
+struct UnloadedModule {
+  char path[256] = {};
+  uint64_t load_bias = 0;
+  AddressRange extent;
+  uint64_t unloaded_after_generation = 0;  // the last snapshot that had it
+};
+
 class ModuleMap {
  public:
   // The process-wide map. Built on first use from a non-signal context (libstackwalk builds it
@@ -84,6 +93,13 @@ class ModuleMap {
   // build (out of memory); the old snapshot then stays.
   bool Rebuild();
 
+  // The most recently unloaded object whose extent held `pc`, among the last kUnloadedKept that
+  // a rebuild found gone. Only objects some snapshot saw are known: a library dlopen'ed and
+  // dlclose'd with no rebuild in between (stackwalk_refresh_modules(), a symbolization) is not.
+  // Signal safety: NOT async-signal-safe (the writer mutex).
+  static constexpr int kUnloadedKept = 64;
+  bool FindUnloaded(uint64_t pc, UnloadedModule* out) const;
+
   // How many snapshots were built so far.
   uint64_t rebuild_count() const { return rebuilds_.load(std::memory_order_relaxed); }
 
@@ -95,7 +111,11 @@ class ModuleMap {
   std::atomic<ModuleSnapshot*> current_{nullptr};
   std::atomic<long> readers_{0};
   std::atomic<uint64_t> rebuilds_{0};
+  void NoteUnloadedLocked(const ModuleSnapshot& before, const ModuleSnapshot& after);
+
   ModuleSnapshot* retired_ = nullptr;  // guarded by the writer mutex in module_map.cc
+  UnloadedModule unloaded_[kUnloadedKept];  // a ring, guarded by the writer mutex
+  uint64_t unloaded_count_ = 0;
 };
 
 }  // namespace stackwalk::internal

@@ -103,6 +103,11 @@ std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_retur
     }
     if (path.empty() && !map.RefreshIfChanged()) break;  // a miss: maybe newly loaded
   }
+  internal::UnloadedModule unloaded;
+  if (path.empty() && map.FindUnloaded(lookup, &unloaded)) {  // dlclose'd since the capture
+    path = unloaded.path;
+    bias = unloaded.load_bias;
+  }
   std::vector<SymbolizedFrame> frames;
   if (path.empty()) {
     frames.emplace_back();
