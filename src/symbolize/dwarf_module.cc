@@ -114,8 +114,13 @@ void DwarfModule::Collect(Dwarf_Die* die, int depth, std::vector<Scope>* out) {
         if (high > low) out->push_back({low, high, 0, dwarf_dieoffset(&child), child_depth});
       }
     }
-    // Scopes nest in functions, lexical blocks, namespaces and classes (member functions).
-    if (dwarf_haschildren(&child)) Collect(&child, child_depth, out);
+    // Scopes nest in functions, lexical blocks, namespaces and classes (member functions); the
+    // rest (parameters, variables, enumerations, type details) holds no code.
+    const bool may_hold_code = IsScopeTag(tag) || tag == DW_TAG_lexical_block || tag == DW_TAG_namespace ||
+                               tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                               tag == DW_TAG_union_type || tag == DW_TAG_try_block ||
+                               tag == DW_TAG_catch_block || tag == DW_TAG_module;
+    if (may_hold_code && dwarf_haschildren(&child)) Collect(&child, child_depth, out);
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
@@ -211,22 +216,38 @@ const DwarfModule::ScopeInfo* DwarfModule::InfoFor(Dwarf_Off offset, const CuInd
   return &scopes_.emplace(offset, std::move(info)).first->second;
 }
 
-std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
-  std::vector<DwarfFrame> frames;
-  Dwarf_Die cu;
-  if (dwarf_addrdie(dwarf_, addr, &cu) == nullptr) {
-    // No .debug_aranges entry: ask each CU.
+bool DwarfModule::FindCuByRanges(uint64_t addr, Dwarf_Die* cu) {
+  if (!cu_ranges_built_) {
+    cu_ranges_built_ = true;
     Dwarf_Off offset = 0, next;
     size_t header;
-    bool found = false;
-    while (!found && dwarf_nextcu(dwarf_, offset, &next, &header, nullptr, nullptr, nullptr) == 0) {
-      if (dwarf_offdie(dwarf_, offset + header, &cu) != nullptr && dwarf_haspc(&cu, addr) > 0) {
-        found = true;
+    while (dwarf_nextcu(dwarf_, offset, &next, &header, nullptr, nullptr, nullptr) == 0) {
+      Dwarf_Die die;
+      if (dwarf_offdie(dwarf_, offset + header, &die) != nullptr) {
+        Dwarf_Addr base, begin, end;
+        for (ptrdiff_t at = 0; (at = dwarf_ranges(&die, at, &base, &begin, &end)) > 0;) {
+          if (begin < end) cu_ranges_.push_back({begin, end, offset + header});
+        }
       }
       offset = next;
     }
-    if (!found) return frames;
+    std::sort(cu_ranges_.begin(), cu_ranges_.end(),
+              [](const CuRange& a, const CuRange& b) { return a.low < b.low; });
   }
+  // The last range starting at or below addr, and a few before it (units may overlap).
+  auto it = std::upper_bound(cu_ranges_.begin(), cu_ranges_.end(), addr,
+                             [](uint64_t a, const CuRange& r) { return a < r.low; });
+  for (int tries = 0; it != cu_ranges_.begin() && tries < 8; ++tries) {
+    --it;
+    if (addr < it->high) return dwarf_offdie(dwarf_, it->cu, cu) != nullptr;
+  }
+  return false;
+}
+
+std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
+  std::vector<DwarfFrame> frames;
+  Dwarf_Die cu;
+  if (dwarf_addrdie(dwarf_, addr, &cu) == nullptr && !FindCuByRanges(addr, &cu)) return frames;
   CuIndex* index = IndexFor(&cu);
 
   // Every scope containing addr: those starting at or below it, back to where no earlier

@@ -77,6 +77,15 @@ class DwarfModule {
     int call_column = 0;
   };
 
+  // Address ranges of every CU, from their DW_AT_low_pc/high_pc/ranges: for addresses that
+  // .debug_aranges does not cover (glibc's assembly units), built at the first such miss.
+  struct CuRange {
+    uint64_t low;
+    uint64_t high;
+    Dwarf_Off cu;  // the unit's DIE offset
+  };
+  bool FindCuByRanges(uint64_t addr, Dwarf_Die* cu);
+
   DwarfModule() = default;
   CuIndex* IndexFor(Dwarf_Die* cu);
   void Collect(Dwarf_Die* die, int depth, std::vector<Scope>* out);
@@ -88,6 +97,8 @@ class DwarfModule {
   std::string debug_path_;
   std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus_;
   std::unordered_map<Dwarf_Off, ScopeInfo> scopes_;
+  std::vector<CuRange> cu_ranges_;  // sorted by low
+  bool cu_ranges_built_ = false;
 };
 
 }  // namespace stackwalk::internal
