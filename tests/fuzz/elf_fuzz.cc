@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "symbolize/elf_image.h"
+#if STACKWALK_FUZZ_MINI_DEBUGINFO
+#include "symbolize/mini_debuginfo.h"
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 8) return 0;
@@ -32,5 +35,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     volatile size_t d = std::strlen(image.debuglink());
     (void)d;
   }
+#if STACKWALK_FUZZ_MINI_DEBUGINFO
+  // .gnu_debugdata: an xz stream holding another ELF image, read the same way.
+  const uint8_t* packed = nullptr;
+  size_t packed_size = 0;
+  if (image.mini_debuginfo(&packed, &packed_size)) {
+    auto unpacked = stackwalk::internal::DecompressXz(packed, packed_size, size_t{1} << 20);
+    stackwalk::internal::ElfImage inner;
+    if (unpacked.ok() && inner.OpenMemory(unpacked->data(), unpacked->size())) {
+      inner.Lookup(addr, &hit);
+    }
+  }
+#endif
   return 0;
 }
