@@ -322,6 +322,7 @@ absl::Status Start(const LeakCheckOptions& options) {
   o.json = options.json;
   o.report_at_exit = options.report_at_exit;
   o.report_signal = options.report_signal;
+  o.unreachable_only = options.unreachable_only;
   return StatusOf(StartWith(o));
 }
 

@@ -141,6 +141,9 @@ Options ParseOptions(const char* text, int* problems) {
         const bool json = value_len == 4 && strncmp(value, "json", 4) == 0;
         ok = text || json;
         if (ok) o.json = json;
+      } else if (is("unreachable_only")) {
+        ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
+        if (ok) o.unreachable_only = value[0] == '1';
       } else if (is("follow_exec")) {
         ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
         if (ok) o.follow_exec = value[0] == '1';

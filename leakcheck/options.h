@@ -23,6 +23,7 @@ struct Options {
   bool json = false;      // format=json: the report as one JSON object
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report
   bool follow_exec = false;  // keep the preload for programs this one executes
+  bool unreachable_only = false;  // report only blocks no pointer chain from the roots reaches
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs
 };

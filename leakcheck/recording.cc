@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "core/proc_maps.h"
 #include "leakcheck/closed_modules.h"
 #include "stackwalk/capture.h"
 
@@ -80,11 +81,22 @@ void WatchThreadExit(uint32_t serial) {
 
 uint32_t ThreadSerial() {
   if (t_serial == 0) {
-    t_serial = GlobalState().threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
+    State& s = GlobalState();
+    t_serial = s.threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
     if (t_serial != 0) WatchThreadExit(t_serial);
+    // The reachability scan reads every thread's stack: note where this one's is (one read of
+    // /proc/self/maps per thread, with open/read only).
+    internal::Mapping stack;
+    const int here = 0;
+    if (t_serial != 0 && s.options.unreachable_only &&
+        internal::FindMapping(reinterpret_cast<uintptr_t>(&here), &stack)) {
+      s.threads.SetStack(t_serial, stack.range.lo, stack.range.hi);
+    }
   }
   return t_serial;
 }
+
+uint32_t KnownThreadSerial() { return t_serial; }
 
 void ForgetThreadAfterFork() {
   t_serial = 0;

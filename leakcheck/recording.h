@@ -37,6 +37,8 @@ void RestoreRecord(const Allocation& a);
 
 // The calling thread's serial in the thread registry (registering it on first use).
 uint32_t ThreadSerial();
+// The calling thread's serial if it has one (0 if it never allocated), without registering it.
+uint32_t KnownThreadSerial();
 // After fork(), in the child: its one thread is a new thread.
 void ForgetThreadAfterFork();
 

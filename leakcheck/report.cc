@@ -14,6 +14,8 @@
 
 #include "format/json_string.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/reachability.h"
+#include "leakcheck/recording.h"
 #include "leakcheck/state.h"
 #include "leakcheck/thread_registry.h"
 #include "stackwalk/symbolizer.h"
@@ -56,8 +58,9 @@ class Snapshot {
   Snapshot(const Snapshot&) = delete;
   Snapshot& operator=(const Snapshot&) = delete;
 
-  const Allocation* begin() const { return items_; }
-  const Allocation* end() const { return items_ + size_; }
+  Allocation* begin() { return items_; }
+  Allocation* end() { return items_ + size_; }
+  size_t size() const { return size_; }
 
  private:
   Allocation* items_ = nullptr;
@@ -171,16 +174,28 @@ std::string FormatCount(uint64_t count) {
 }  // namespace
 
 ReportTotals WriteReport(State& state, const char* occasion) {
+  // Where the reachability scan starts on this thread's stack: above this frame's callees, which
+  // hold the scan's own copies of block addresses.
+  const int stack_mark = 0;
   static SpinLock report_lock;
   static int reports_written = 0;
   SpinLockHolder hold(report_lock);
 
   std::vector<Leak> leaks;
   std::vector<ThreadLive> threads;
+  uint64_t reachable_bytes = 0, reachable_count = 0;
   {
     Snapshot live(state.allocations);
+    std::vector<uint8_t> reachable;
+    if (state.options.unreachable_only) {
+      std::sort(live.begin(), live.end(),
+                [](const Allocation& a, const Allocation& b) { return a.address < b.address; });
+      reachable = MarkReachable(live.begin(), live.size(), state.threads, KnownThreadSerial(),
+                                reinterpret_cast<uintptr_t>(&stack_mark));
+    }
     std::vector<Leak> by_stack(state.stacks.size() + 1);
-    for (const Allocation& a : live) {
+    for (size_t index = 0; index < live.size(); ++index) {
+      const Allocation& a = live.begin()[index];
       if (a.stack_id >= by_stack.size()) by_stack.resize(a.stack_id + 1);
       Leak& leak = by_stack[a.stack_id];
       leak.stack_id = a.stack_id;
@@ -195,6 +210,25 @@ ReportTotals WriteReport(State& state, const char* occasion) {
       threads[serial].serial = serial;
       threads[serial].bytes += a.size;
       ++threads[serial].count;
+    }
+    if (!reachable.empty()) {  // a second pass: the leak groups of unreachable blocks only
+      for (Leak& leak : by_stack) leak = Leak();
+      for (size_t index = 0; index < live.size(); ++index) {
+        const Allocation& a = live.begin()[index];
+        if (reachable[index]) {
+          reachable_bytes += a.size;
+          ++reachable_count;
+          continue;
+        }
+        Leak& leak = by_stack[a.stack_id];
+        leak.stack_id = a.stack_id;
+        leak.bytes += a.size;
+        ++leak.count;
+        if (a.sequence < leak.first_sequence) {
+          leak.first_sequence = a.sequence;
+          leak.thread = static_cast<uint32_t>(a.thread);
+        }
+      }
     }
     for (Leak& leak : by_stack) {
       if (leak.count > 0) leaks.push_back(std::move(leak));
@@ -238,7 +272,12 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     text = "{\"occasion\":" + JsonString(occasion) + ",\"summary\":{\"bytes\":" +
            std::to_string(totals.bytes) + ",\"allocations\":" + std::to_string(totals.allocations) +
            ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) +
-           ",\"own_bytes\":" + std::to_string(own) + "},\"threads\":[";
+           ",\"own_bytes\":" + std::to_string(own);
+    if (state.options.unreachable_only) {
+      text += ",\"reachable_bytes\":" + std::to_string(reachable_bytes) +
+              ",\"reachable_allocations\":" + std::to_string(reachable_count);
+    }
+    text += "},\"threads\":[";
     for (size_t i = 0; i < threads.size(); ++i) {
       ThreadLabel label = LabelOf(state.threads, threads[i].serial);
       text += std::string(i ? "," : "") + "{\"thread\":" + JsonString(label.name) +
@@ -268,6 +307,10 @@ ReportTotals WriteReport(State& state, const char* occasion) {
             FormatBytes(state.stacks.bytes()) + ")";
     if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
     text += "\n";
+    if (state.options.unreachable_only) {
+      text += "==stackwalk-leakcheck== " + FormatBytes(reachable_bytes) + " in " +
+              FormatCount(reachable_count) + " still reachable (not shown)\n";
+    }
     constexpr size_t kThreadLines = 16;
     for (size_t i = 0; i < threads.size() && i < kThreadLines; ++i) {
       ThreadLabel label = LabelOf(state.threads, threads[i].serial);

@@ -16,6 +16,8 @@ class ThreadRegistry {
     int32_t tid = 0;
     bool exited = false;
     char name[16] = {};
+    uint64_t stack_lo = 0;  // the thread's stack mapping when recorded (0: not recorded)
+    uint64_t stack_hi = 0;
   };
 
   // Registers the calling thread; returns its serial, or 0 if out of memory.
@@ -24,6 +26,17 @@ class ThreadRegistry {
   void MarkExited(uint32_t serial);
   // A copy of a thread's entry, its name refreshed from /proc if it still runs. False if unknown.
   bool Lookup(uint32_t serial, Thread* out) const;
+  // Records the stack mapping of thread `serial` (the reachability scan's roots).
+  void SetStack(uint32_t serial, uint64_t lo, uint64_t hi);
+  // Calls fn(serial, const Thread&) for every registered thread that has not exited.
+  template <class Fn>
+  void ForEachRunning(Fn&& fn) const {
+    const uint32_t end = next_.load(std::memory_order_acquire);
+    for (uint32_t serial = 1; serial < end; ++serial) {
+      const Thread* t = Slot(serial);
+      if (t != nullptr && t->tid != 0 && !t->exited) fn(serial, *t);
+    }
+  }
 
  private:
   static constexpr uint32_t kChunk = 1024;

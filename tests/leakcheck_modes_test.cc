@@ -17,19 +17,6 @@ namespace {
 
 const std::string kForms = LEAKY_FORMS;
 
-// marker name -> line, from a fixture source.
-std::map<std::string, int> Sites(const char* source) {
-  std::map<std::string, int> sites;
-  std::ifstream in(source);
-  std::string line;
-  std::regex marker("LEAK-SITE\\(([^)]+)\\)");
-  for (int number = 1; std::getline(in, line); ++number) {
-    std::smatch m;
-    if (std::regex_search(line, m, marker)) sites[m[1].str()] = number;
-  }
-  return sites;
-}
-
 struct ExpectedLeak {
   std::string what;  // "N bytes in M allocation(s)"
   std::string site;  // marker whose line the block must show

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -55,6 +57,19 @@ std::string Output(const std::string& command) {
   for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
   pclose(p);
   return out;
+}
+
+// marker name -> line, from a fixture source.
+std::map<std::string, int> Sites(const char* source) {
+  std::map<std::string, int> sites;
+  std::ifstream in(source);
+  std::string line;
+  std::regex marker("LEAK-SITE\\(([^)]+)\\)");
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::smatch m;
+    if (std::regex_search(line, m, marker)) sites[m[1].str()] = number;
+  }
+  return sites;
 }
 
 }  // namespace

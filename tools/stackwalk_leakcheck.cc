@@ -4,7 +4,7 @@
 //   stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N] [--max-frames N]
 //                       [--method auto|fp|ehframe] [--format text|json] [--libraries GLOBS]
 //                       [--ignore-libraries GLOBS] [--report-signal SIG] [--follow-exec]
-//                       [--] PROGRAM [ARGS...]
+//                       [--unreachable-only] [--] PROGRAM [ARGS...]
 //
 // The program's exit status is passed through, unless --exitcode N is given and leaks are found.
 #include <unistd.h>
@@ -29,7 +29,8 @@ int Usage(const char* complaint) {
                "                           [--max-frames N] [--method auto|fp|ehframe]\n"
                "                           [--format text|json] [--libraries GLOBS]\n"
                "                           [--ignore-libraries GLOBS] [--report-signal SIG]\n"
-               "                           [--follow-exec] [--] PROGRAM [ARGS...]\n"
+               "                           [--follow-exec] [--unreachable-only]\n"
+               "                           [--] PROGRAM [ARGS...]\n"
                "Runs PROGRAM with %s preloaded; at its exit, prints every allocation it\n"
                "never freed, grouped by allocating stack (to stderr, or FILE; a %%p in FILE\n"
                "becomes the process id, so that child processes write reports of their own).\n"
@@ -43,7 +44,9 @@ int Usage(const char* complaint) {
                "  --ignore-libraries G  no leaks with a frame in a matching object\n"
                "  --report-signal S     also report the live allocations on each signal S\n"
                "                  (e.g. SIGUSR2 or 12), appended to the output\n"
-               "  --follow-exec   check the programs PROGRAM executes too (default: not)\n",
+               "  --follow-exec   check the programs PROGRAM executes too (default: not)\n"
+               "  --unreachable-only  scan memory for pointers and report only blocks nothing\n"
+               "                  reachable points to (definitely and indirectly lost)\n",
                kLibraryName);
   return 2;
 }
@@ -89,6 +92,10 @@ int main(int argc, char** argv) {
     if (arg.rfind("--", 0) != 0) break;
     if (arg == "--follow-exec") {
       options += ":follow_exec=1";
+      continue;
+    }
+    if (arg == "--unreachable-only") {
+      options += ":unreachable_only=1";
       continue;
     }
     if (i + 1 >= argc) return Usage(("missing value for " + arg).c_str());

@@ -45,7 +45,7 @@ extern "C" {
 
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
 // may be null): libraries, ignore_libraries, min_size, max_frames, method, output, format,
-// report_at_exit, report_signal, exitcode. Forgets what an earlier Start()..Stop() recorded.
+// report_at_exit, report_signal, exitcode, unreachable_only. Forgets what an earlier Start()..Stop() recorded.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
 // Writes a report of the allocations live now (made since Start()) to the configured output;
 // stores the totals reported (after the library filters) if the pointers are not null.
@@ -78,6 +78,9 @@ struct LeakCheckOptions {
   bool json = false;
   bool report_at_exit = true;
   int report_signal = 0;         // e.g. SIGUSR2: a report on each delivery
+  // Scan memory for pointers and report only blocks nothing reachable points to (best effort:
+  // other threads keep running; see leakcheck/reachability.h).
+  bool unreachable_only = false;
 };
 
 struct LeakTotals {

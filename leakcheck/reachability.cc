@@ -1,0 +1,122 @@
+#include "leakcheck/reachability.h"
+
+#include <link.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "core/proc_maps.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+class Marker {
+ public:
+  Marker(const Allocation* blocks, size_t n) : blocks_(blocks), n_(n), marks_(n, 0) {
+    if (n > 0) {
+      low_ = blocks[0].address;
+      for (size_t i = 0; i < n; ++i) high_ = std::max(high_, blocks[i].address + std::max<uint64_t>(blocks[i].size, 1));
+    }
+  }
+
+  // Marks every block a word of [p, p + bytes) points into.
+  void ScanWords(const uintptr_t* words, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      const uintptr_t w = words[i];
+      if (w < low_ || w >= high_) continue;
+      // The last block starting at or below w; w must lie inside it.
+      size_t lo = 0, hi = n_;
+      while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (blocks_[mid].address <= w) lo = mid + 1; else hi = mid;
+      }
+      if (lo == 0) continue;
+      const size_t b = lo - 1;
+      if (marks_[b] || w >= blocks_[b].address + std::max<uint64_t>(blocks_[b].size, 1)) continue;
+      marks_[b] = 1;
+      pending_.push_back(b);
+    }
+  }
+
+  // Memory that may vanish while we read (other threads' stacks, large blocks another thread
+  // may free and unmap): copied through process_vm_readv, which fails instead of faulting.
+  void ScanCopied(uintptr_t start, uintptr_t end) {
+    start = (start + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
+    while (start + sizeof(uintptr_t) <= end) {
+      const size_t bytes = std::min<size_t>(sizeof(buffer_), (end - start) & ~(sizeof(uintptr_t) - 1));
+      iovec local{buffer_, bytes};
+      iovec remote{reinterpret_cast<void*>(start), bytes};
+      const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+      if (got > 0) ScanWords(buffer_, static_cast<size_t>(got) / sizeof(uintptr_t));
+      start += bytes;
+    }
+  }
+
+  // Memory mapped for as long as we read it (our own stack, loaded segments, small blocks).
+  void ScanDirect(uintptr_t start, uintptr_t end) {
+    start = (start + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
+    if (end <= start) return;
+    ScanWords(reinterpret_cast<const uintptr_t*>(start), (end - start) / sizeof(uintptr_t));
+  }
+
+  // Follows pointers out of every block marked so far, until none is new.
+  void Propagate() {
+    constexpr uint64_t kLargeBlock = 64 * 1024;  // may be its own mapping: read by copy
+    while (!pending_.empty()) {
+      const Allocation& a = blocks_[pending_.back()];
+      pending_.pop_back();
+      if (a.size >= kLargeBlock) {
+        ScanCopied(a.address, a.address + a.size);
+      } else {
+        ScanDirect(a.address, a.address + a.size);
+      }
+    }
+  }
+
+  std::vector<uint8_t> Take() { return std::move(marks_); }
+
+ private:
+  const Allocation* blocks_;
+  size_t n_;
+  std::vector<uint8_t> marks_;
+  std::vector<size_t> pending_;
+  uintptr_t low_ = 0;
+  uintptr_t high_ = 0;
+  uintptr_t buffer_[8192];
+};
+
+}  // namespace
+
+std::vector<uint8_t> MarkReachable(const Allocation* blocks, size_t n, const ThreadRegistry& threads,
+                                   uint32_t self_serial, uintptr_t stack_pointer) {
+  auto marker = std::make_unique<Marker>(blocks, n);
+  if (n == 0) return marker->Take();
+  // Globals: every writable PT_LOAD (.data, .bss, the GOT) of every loaded object.
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) == 0) continue;
+          const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          static_cast<Marker*>(data)->ScanDirect(start, start + ph.p_memsz);
+        }
+        return 0;
+      },
+      marker.get());
+  // This thread's stack above the caller's frames, then the other running threads' stacks.
+  internal::Mapping mine;
+  if (internal::FindMapping(stack_pointer, &mine)) marker->ScanDirect(stack_pointer, mine.range.hi);
+  threads.ForEachRunning([&](uint32_t serial, const ThreadRegistry::Thread& t) {
+    if (serial == self_serial || t.stack_hi == 0) return;
+    internal::Mapping now;  // the mapping as it is now (a main stack grows)
+    if (!internal::FindMapping(t.stack_hi - 1, &now)) return;
+    if (now.range.Contains(stack_pointer)) return;  // ours after all
+    marker->ScanCopied(now.range.lo, now.range.hi);
+  });
+  marker->Propagate();
+  return marker->Take();
+}
+
+}  // namespace stackwalk::leakcheck
