@@ -194,8 +194,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                                 reinterpret_cast<uintptr_t>(&stack_mark));
     }
     std::vector<Leak> by_stack(state.stacks.size() + 1);
-    for (size_t index = 0; index < live.size(); ++index) {
-      const Allocation& a = live.begin()[index];
+    auto add_to_group = [&by_stack](const Allocation& a) {
       if (a.stack_id >= by_stack.size()) by_stack.resize(a.stack_id + 1);
       Leak& leak = by_stack[a.stack_id];
       leak.stack_id = a.stack_id;
@@ -205,6 +204,10 @@ ReportTotals WriteReport(State& state, const char* occasion) {
         leak.first_sequence = a.sequence;
         leak.thread = static_cast<uint32_t>(a.thread);
       }
+    };
+    for (size_t index = 0; index < live.size(); ++index) {
+      const Allocation& a = live.begin()[index];
+      add_to_group(a);
       const uint32_t serial = static_cast<uint32_t>(a.thread);
       if (serial >= threads.size()) threads.resize(serial + 1);
       threads[serial].serial = serial;
@@ -220,14 +223,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
           ++reachable_count;
           continue;
         }
-        Leak& leak = by_stack[a.stack_id];
-        leak.stack_id = a.stack_id;
-        leak.bytes += a.size;
-        ++leak.count;
-        if (a.sequence < leak.first_sequence) {
-          leak.first_sequence = a.sequence;
-          leak.thread = static_cast<uint32_t>(a.thread);
-        }
+        add_to_group(a);
       }
     }
     for (Leak& leak : by_stack) {
