@@ -40,8 +40,8 @@ class Marker {
     }
   }
 
-  // Memory that may vanish while we read (other threads' stacks, large blocks another thread
-  // may free and unmap): copied through process_vm_readv, which fails instead of faulting.
+  // Memory that may vanish while we read (other threads' stacks, blocks another thread may free):
+  // copied through process_vm_readv, which fails instead of faulting.
   void ScanCopied(uintptr_t start, uintptr_t end) {
     start = (start + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
     while (start + sizeof(uintptr_t) <= end) {
@@ -54,23 +54,52 @@ class Marker {
     }
   }
 
-  // Memory mapped for as long as we read it (our own stack, loaded segments, small blocks).
+  // Memory mapped for as long as we read it (our own stack, the loaded objects' segments).
   void ScanDirect(uintptr_t start, uintptr_t end) {
     start = (start + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
     if (end <= start) return;
     ScanWords(reinterpret_cast<const uintptr_t*>(start), (end - start) / sizeof(uintptr_t));
   }
 
-  // Follows pointers out of every block marked so far, until none is new.
+  // Follows pointers out of every block marked so far, until none is new. Blocks are copied out
+  // through process_vm_readv, up to 1,024 at a time: another thread may free one meanwhile and
+  // glibc may then unmap or protect the pages under it, which a plain read would fault on.
   void Propagate() {
-    constexpr uint64_t kLargeBlock = 64 * 1024;  // may be its own mapping: read by copy
+    constexpr size_t kBatch = 1024;
+    iovec local[kBatch], remote[kBatch];
     while (!pending_.empty()) {
-      const Allocation& a = blocks_[pending_.back()];
-      pending_.pop_back();
-      if (a.size >= kLargeBlock) {
-        ScanCopied(a.address, a.address + a.size);
-      } else {
-        ScanDirect(a.address, a.address + a.size);
+      // A batch of whole blocks that fits the buffer; a block larger than it goes alone, in pieces.
+      const Allocation& first = blocks_[pending_.back()];
+      if (first.size > sizeof(buffer_)) {
+        pending_.pop_back();
+        ScanCopied(first.address, first.address + first.size);
+        continue;
+      }
+      size_t count = 0, used = 0;
+      while (!pending_.empty() && count < kBatch) {
+        const Allocation& a = blocks_[pending_.back()];
+        const size_t bytes = static_cast<size_t>(a.size) & ~(sizeof(uintptr_t) - 1);
+        if (a.size > sizeof(buffer_) || used + bytes > sizeof(buffer_)) break;
+        local[count] = {reinterpret_cast<char*>(buffer_) + used, bytes};
+        remote[count] = {reinterpret_cast<void*>(a.address), bytes};
+        used += bytes;
+        ++count;
+        pending_.pop_back();
+      }
+      // Marks found while scanning go on pending_; the batch itself is already taken off it.
+      size_t done = 0;
+      while (done < count) {
+        const ssize_t got = process_vm_readv(getpid(), local + done, count - done, remote + done,
+                                             count - done, 0);
+        size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+        // Whole blocks read; the one it stopped in (freed and unmapped meanwhile) is skipped.
+        while (done < count && left >= local[done].iov_len) {
+          left -= local[done].iov_len;
+          ScanWords(static_cast<const uintptr_t*>(local[done].iov_base),
+                    local[done].iov_len / sizeof(uintptr_t));
+          ++done;
+        }
+        if (done < count) ++done;
       }
     }
   }
