@@ -120,6 +120,17 @@ void BM_StackwalkEhFrameCold(benchmark::State& state) {
     return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
   });
 }
+// The first capture after a dlopen (and dlclose) of a library and a module-map refresh: the new
+// generation invalidates every compiled rule and the log. The loading itself is not timed.
+void BM_StackwalkEhFrameAfterDlopen(benchmark::State& state) {
+  Run(state, [&state](void** pcs, int max) {
+    state.PauseTiming();
+    if (void* plugin = dlopen(BENCH_PLUGIN, RTLD_NOW | RTLD_LOCAL)) dlclose(plugin);
+    stackwalk_refresh_modules();
+    state.ResumeTiming();
+    return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
+  });
+}
 // Rules cached, but the log never matches: alternating between two call paths whose frames
 // differ at the bottom of the stack (every capture replaces the log).
 __attribute__((noinline)) int CaptureViaA(void** pcs, int max) {
@@ -185,6 +196,7 @@ BENCHMARK(BM_StackwalkFp) FP_DEPTHS;
 BENCHMARK(BM_StackwalkEhFrame) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameRulesOnly) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameCold) DEPTHS;
+BENCHMARK(BM_StackwalkEhFrameAfterDlopen) DEPTHS;
 BENCHMARK(BM_StackwalkAuto) DEPTHS;
 BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
 BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;
@@ -202,7 +214,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       auto it = run.counters.find("per_frame");
       if (it == run.counters.end() || run.error_occurred) continue;
-      std::string name = run.benchmark_name();
+      // With repetitions, the median of each benchmark's runs.
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
+      if (run.run_type == Run::RT_Iteration && run.repetitions > 1) continue;
+      std::string name = run.run_name.str();
       size_t slash = name.find('/');
       std::string shape = name.substr(slash + 1);  // "64/nofp:0"
       for (const auto& [from, to] : {std::pair<std::string, std::string>{"/nofp:0", ""},

@@ -17,12 +17,14 @@ esac
 if [ "$part" = all ] || [ "$part" = unwind ]; then
   build="$root/build/bench-release"
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTACKWALK_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$build" -j2 --target unwind_benchmark >/dev/null
+  cmake --build "$build" -j2 --target unwind_benchmark bench_plugin >/dev/null
   echo "=== unwinding"
   echo "commit:   $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "compiler: $(c++ --version | head -1)"
   echo "cpu:      $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"
-  "$build/bench/unwind_benchmark" --benchmark_counters_tabular=true "$@"
+  # Three repetitions of every row in random order (rounds interleaved), medians in the ratios.
+  "$build/bench/unwind_benchmark" --benchmark_counters_tabular=true --benchmark_repetitions=3 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true "$@"
 fi
 if [ "$part" = all ] || [ "$part" = leakcheck ]; then
   echo; echo "=== the leak checker"
