@@ -266,6 +266,9 @@ TEST(Leakcheck, BadCommandLinesAreRefused) {
   EXPECT_EQ(Leakcheck("--method magic " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("--min-size lots " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("--format xml " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("--report-signal SIGFOO " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("--max-frames 99 " + kFixture).status, 2);
+  EXPECT_EQ(Leakcheck("--report-signal USR1 " + kFixture + " clean").status, 0);
   EXPECT_EQ(Leakcheck("").status, 2);
   EXPECT_EQ(Leakcheck("/nonexistent/program").status, 127);
 }

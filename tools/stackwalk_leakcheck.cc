@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 
+#include "leakcheck/options.h"
+
 #ifndef STACKWALK_INSTALL_LIBDIR
 #define STACKWALK_INSTALL_LIBDIR "lib"
 #endif
@@ -131,6 +133,10 @@ int main(int argc, char** argv) {
     }
   }
   if (i >= argc) return Usage("no program given");
+  // Every value as the preloaded library will read it (it names what it refuses).
+  int problems = 0;
+  if (!options.empty()) stackwalk::leakcheck::ParseOptions(options.c_str() + 1, &problems);
+  if (problems != 0) return Usage("an option's value was refused");
 
   std::string library = FindLibrary();
   if (library.empty()) {
