@@ -118,11 +118,25 @@ bool AllocationsHooked(const std::string& path) {
 void* DlopenHook(const char* file, int mode);
 int DlcloseHook(void* handle);
 
+// Resolves the real functions not known yet (libstdc++ may come with a later dlopen). Called
+// without g_mutex: dlsym takes the loader's lock, which code running under it (constructors,
+// destructors, a dlopen from them) may hold while waiting for g_mutex in a hook.
+void ResolveReals() {
+  if (g_real_dlopen == nullptr) {
+    g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_DEFAULT, "dlopen"));
+    g_real_dlclose = reinterpret_cast<DlcloseFn>(dlsym(RTLD_DEFAULT, "dlclose"));
+  }
+  for (const HookedSymbol& h : HookedSymbols()) {
+    if (__atomic_load_n(h.real, __ATOMIC_ACQUIRE) == nullptr) {
+      __atomic_store_n(h.real, dlsym(RTLD_DEFAULT, h.symbol), __ATOMIC_RELEASE);
+    }
+  }
+}
+
 // Rewrites the slots of every loaded object as the options say. Caller holds g_mutex.
 int PatchLoaded() {
   std::vector<GotHook> allocation_hooks;
   for (const HookedSymbol& h : HookedSymbols()) {
-    if (*h.real == nullptr) *h.real = dlsym(RTLD_DEFAULT, h.symbol);  // libstdc++ may come later
     if (*h.real != nullptr) allocation_hooks.push_back({h.symbol, h.replacement});
   }
   int patched = g_patcher->Patch(allocation_hooks, AllocationsHooked);
@@ -203,6 +217,10 @@ std::string FindAsCaller(const char* file, const void* caller) {
 
 __attribute__((noinline)) void* DlopenHook(const char* file, int mode) {
   const void* caller = __builtin_return_address(0);
+  // Already loaded (by any name or soname): that object, as the loader would give it.
+  if (file != nullptr && (mode & RTLD_NOLOAD) == 0) {
+    if (void* loaded = g_real_dlopen(file, mode | RTLD_NOLOAD)) return loaded;
+  }
   std::string found;
   {
     ReentryGuard own;
@@ -211,6 +229,7 @@ __attribute__((noinline)) void* DlopenHook(const char* file, int mode) {
   void* handle = g_real_dlopen(found.empty() ? file : found.c_str(), mode);
   if (handle != nullptr) {
     ReentryGuard own;
+    ResolveReals();
     std::lock_guard<std::mutex> hold(g_mutex);
     if (g_started) PatchLoaded();
   }
@@ -222,7 +241,9 @@ int DlcloseHook(void* handle) {
   std::vector<LoadedObject> before = ListLoadedObjects();
   int result = g_real_dlclose(handle);
   State& s = GlobalState();
-  ClosedModuleRegistry(s).RecordUnloaded(before, s.allocations.next_sequence());
+  const uint64_t closed_at = s.allocations.next_sequence();
+  ClosedModuleRegistry(s).RecordUnloaded(before, closed_at);
+  s.sequence_floor.store(closed_at, std::memory_order_relaxed);
   std::lock_guard<std::mutex> hold(g_mutex);
   if (g_patcher != nullptr) g_patcher->ForgetUnloaded();
   return result;
@@ -236,16 +257,13 @@ bool Preloaded() {
 int StartWith(const Options& options) {
   if (Preloaded()) return STACKWALK_LEAKCHECK_PRELOADED;
   ReentryGuard own;
+  ResolveReals();
   std::lock_guard<std::mutex> hold(g_mutex);
   if (g_started) return STACKWALK_LEAKCHECK_ALREADY_STARTED;
   State& s = GlobalState();
   s.options = options;
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
-  if (g_real_dlopen == nullptr) {
-    g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_DEFAULT, "dlopen"));
-    g_real_dlclose = reinterpret_cast<DlcloseFn>(dlsym(RTLD_DEFAULT, "dlclose"));
-  }
   if (g_patcher == nullptr) g_patcher = new GotPatcher();
   s.active.store(true, std::memory_order_release);
   if (PatchLoaded() == 0) {

@@ -41,8 +41,12 @@ bool CopyValue(const char* value, size_t len, char* out, size_t size) {
 bool ParseSignal(const char* value, size_t len, int* out) {
   long long n = 0;
   if (ParseInt(value, len, &n)) {
-    *out = static_cast<int>(n);
-    return n > 0 && n < NSIG;
+    // Not a signal the kernel raises for a fault (its handler only wakes the reporter, so the
+    // faulting instruction would run again forever), nor one that cannot be caught.
+    const bool usable = n > 0 && n < NSIG && n != SIGSEGV && n != SIGBUS && n != SIGILL &&
+                        n != SIGFPE && n != SIGTRAP && n != SIGKILL && n != SIGSTOP;
+    if (usable) *out = static_cast<int>(n);
+    return usable;
   }
   if (len > 3 && strncmp(value, "SIG", 3) == 0) {
     value += 3;

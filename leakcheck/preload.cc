@@ -157,7 +157,9 @@ EXPORT int dlclose(void* handle) {
   std::vector<LoadedObject> before = ListLoadedObjects();
   int result = real(handle);
   State& s = GlobalState();
-  ClosedModuleRegistry(s).RecordUnloaded(before, s.allocations.next_sequence());
+  const uint64_t closed_at = s.allocations.next_sequence();
+  ClosedModuleRegistry(s).RecordUnloaded(before, closed_at);
+  s.sequence_floor.store(closed_at, std::memory_order_relaxed);
   return result;
 }
 

@@ -139,10 +139,15 @@ std::vector<uint8_t> MarkReachable(const Allocation* blocks, size_t n, const Thr
   if (internal::FindMapping(stack_pointer, &mine)) marker->ScanDirect(stack_pointer, mine.range.hi);
   threads.ForEachRunning([&](uint32_t serial, const ThreadRegistry::Thread& t) {
     if (serial == self_serial || t.stack_hi == 0) return;
-    internal::Mapping now;  // the mapping as it is now (a main stack grows)
+    internal::Mapping now;  // the mapping as it is now
     if (!internal::FindMapping(t.stack_hi - 1, &now)) return;
     if (now.range.Contains(stack_pointer)) return;  // ours after all
-    marker->ScanCopied(now.range.lo, now.range.hi);
+    // Only what was the stack when noted (an adjacent anonymous mapping may have merged into
+    // it since), except the main thread's, which grows down.
+    const bool main_thread = t.tid == static_cast<int32_t>(getpid());
+    const uint64_t lo = main_thread ? now.range.lo : std::max<uint64_t>(now.range.lo, t.stack_lo);
+    const uint64_t hi = std::min<uint64_t>(now.range.hi, t.stack_hi);
+    if (lo < hi) marker->ScanCopied(lo, hi);
   });
   marker->Propagate();
   return marker->Take();

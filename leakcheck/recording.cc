@@ -15,6 +15,8 @@ namespace stackwalk::leakcheck {
 // Initial-exec: the thread-locals live in static TLS, so touching them never allocates.
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_inside = false;
 __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
+__attribute__((tls_model("initial-exec"))) static thread_local bool t_forking = false;
+__attribute__((tls_model("initial-exec"))) static thread_local bool t_stack_noted = false;
 // This thread's block of sequence numbers: one shared atomic per kSequenceBlock allocations.
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
@@ -84,28 +86,25 @@ uint32_t ThreadSerial() {
     State& s = GlobalState();
     t_serial = s.threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
     if (t_serial != 0) WatchThreadExit(t_serial);
-    // The reachability scan reads every thread's stack: note where this one's is (one read of
-    // /proc/self/maps per thread, with open/read only).
-    internal::Mapping stack;
-    const int here = 0;
-    if (t_serial != 0 && s.options.unreachable_only &&
-        internal::FindMapping(reinterpret_cast<uintptr_t>(&here), &stack)) {
-      s.threads.SetStack(t_serial, stack.range.lo, stack.range.hi);
-    }
+
   }
   return t_serial;
 }
 
 uint32_t KnownThreadSerial() { return t_serial; }
 
+void SetForking(bool forking) { t_forking = forking; }
+
 void ForgetThreadAfterFork() {
   t_serial = 0;
+  t_stack_noted = false;
   t_sequence_next = t_sequence_end = 0;
 }
 
 namespace {
 uint64_t NextSequence(AllocationTable& table) {
-  if (t_sequence_next == t_sequence_end) {
+  if (t_sequence_next == t_sequence_end ||
+      t_sequence_next < GlobalState().sequence_floor.load(std::memory_order_relaxed)) {
     if (t_blocks++ % kPeakSampleBlocks == 0) table.SamplePeak();
     t_sequence_next = table.ReserveSequences(kSequenceBlock);
     t_sequence_end = t_sequence_next + kSequenceBlock;
@@ -115,28 +114,41 @@ uint64_t NextSequence(AllocationTable& table) {
 }  // namespace
 
 __attribute__((noinline)) void Record(void* p, size_t size) {
-  if (p == nullptr || t_inside) return;
+  if (p == nullptr || t_inside || t_forking) return;
   State& s = ConfiguredState();
   if (!s.active.load(std::memory_order_relaxed) || size < s.options.min_size) return;
   t_inside = true;
   void* pcs[StackTable::kMaxFrames];
   int n = stackwalk::Capture(pcs, s.options.max_frames, static_cast<stackwalk::Method>(s.options.method));
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
-  s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id,
-                       static_cast<int32_t>(ThreadSerial()), NextSequence(s.allocations));
+  const uint32_t serial = ThreadSerial();
+  if (s.options.unreachable_only && !t_stack_noted && serial != 0) {
+    // The reachability scan reads every thread's stack: note where this one's is (one read of
+    // /proc/self/maps per thread, with open/read only).
+    t_stack_noted = true;
+    internal::Mapping stack;
+    const int here = 0;
+    if (internal::FindMapping(reinterpret_cast<uintptr_t>(&here), &stack)) {
+      s.threads.SetStack(serial, stack.range.lo, stack.range.hi);
+    }
+  }
+  s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
+                       NextSequence(s.allocations));
   t_inside = false;
 }
 
 void Unrecord(void* p) {
   // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
-  if (p != nullptr) GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p));
+  if (p != nullptr && !t_forking) GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p));
 }
 
 bool TakeRecord(void* p, Allocation* removed) {
-  return p != nullptr && GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p), removed);
+  return p != nullptr && !t_forking &&
+         GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p), removed);
 }
 
 void RestoreRecord(const Allocation& a) {
+  if (t_forking) return;
   GlobalState().allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence);
 }
 

@@ -39,6 +39,9 @@ void RestoreRecord(const Allocation& a);
 uint32_t ThreadSerial();
 // The calling thread's serial if it has one (0 if it never allocated), without registering it.
 uint32_t KnownThreadSerial();
+// Between fork()'s prepare and after handlers the forking thread holds every table lock: its
+// allocations then (other libraries' fork handlers) go unrecorded instead of spinning on them.
+void SetForking(bool forking);
 // After fork(), in the child: its one thread is a new thread.
 void ForgetThreadAfterFork();
 

@@ -173,13 +173,17 @@ std::string FormatCount(uint64_t count) {
 
 }  // namespace
 
+SpinLock& ReportLock() {
+  static SpinLock lock;  // constant-initialized
+  return lock;
+}
+
 ReportTotals WriteReport(State& state, const char* occasion) {
   // Where the reachability scan starts on this thread's stack: above this frame's callees, which
   // hold the scan's own copies of block addresses.
   const int stack_mark = 0;
-  static SpinLock report_lock;
   static int reports_written = 0;
-  SpinLockHolder hold(report_lock);
+  SpinLockHolder hold(ReportLock());
 
   std::vector<Leak> leaks;
   std::vector<ThreadLive> threads;

@@ -17,13 +17,19 @@
 namespace stackwalk::leakcheck {
 namespace {
 
+// The locks in WriteReport's order; other libraries' fork handlers that run while they are held
+// allocate unrecorded (SetForking).
 void BeforeFork() {
+  ReportLock().Lock();
   GlobalState().stacks.LockAll();
   GlobalState().allocations.LockAll();
+  SetForking(true);
 }
 void AfterForkParent() {
+  SetForking(false);
   GlobalState().allocations.UnlockAll();
   GlobalState().stacks.UnlockAll();
+  ReportLock().Unlock();
 }
 void AfterForkChild();
 

@@ -25,6 +25,9 @@ struct State {
   StackTable stacks;
   ThreadRegistry threads;
   std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed
+  // Raised at each dlclose to the sequence number it stamped: a thread whose block of numbers
+  // lies below it takes a new block, so allocations after the unload number above it.
+  std::atomic<uint64_t> sequence_floor{0};
 };
 
 State& GlobalState();
@@ -42,6 +45,9 @@ struct ReportTotals {
 // process replaces the output file, later ones are appended. Not signal-safe; serializes callers;
 // call under a ReentryGuard.
 ReportTotals WriteReport(State& state, const char* occasion);
+
+// The lock WriteReport holds; taken around fork() too, so a child never inherits it held.
+SpinLock& ReportLock();
 
 }  // namespace stackwalk::leakcheck
 
