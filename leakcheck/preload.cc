@@ -23,6 +23,7 @@ void* __libc_memalign(size_t, size_t);
 void* __libc_valloc(size_t);
 void* __libc_pvalloc(size_t);
 void __libc_free(void*);
+int __cxa_atexit(void (*)(void*), void*, void*);
 }
 
 #define EXPORT __attribute__((visibility("default")))
@@ -121,8 +122,16 @@ __attribute__((constructor(101))) void StartPreloaded() {
   }
 }
 
-// The report at exit: after every other destructor (this library was loaded first).
-__attribute__((destructor)) void ReportPreloadedAtExit() { ReportAtExit(); }
+// The report at exit. This destructor runs inside the loader's _dl_fini, before the destructors of
+// libraries initialized ahead of this one (the program's own dependencies), which may still free;
+// so it only registers the report as an exit handler, which glibc runs after _dl_fini returns,
+// when every destructor has run. Registered for no object (a null DSO handle): this library's own
+// __cxa_finalize, which runs right after this destructor, would otherwise run it at once. If the
+// registration fails, the report is written now.
+void ReportAfterEveryDestructor(void*) { ReportAtExit(); }
+__attribute__((destructor)) void ReportPreloadedAtExit() {
+  if (__cxa_atexit(ReportAfterEveryDestructor, nullptr, nullptr) != 0) ReportAtExit();
+}
 
 }  // namespace
 }  // namespace stackwalk::leakcheck

@@ -12,6 +12,14 @@
 namespace stackwalk::leakcheck {
 namespace {
 
+// Where glibc's header of the chunk after a block of `size` bytes starts, from the block's start:
+// a block that uses its chunk to the end overlaps that header, and glibc's own state (the arena's
+// top chunk, its bins) points there. Such a pointer is the allocator's, not a reference.
+uint64_t NextChunkHeader(uint64_t size) {
+  const uint64_t chunk = std::max<uint64_t>(32, (size + 8 + 15) & ~uint64_t{15});
+  return chunk - 16;
+}
+
 class Marker {
  public:
   Marker(const Allocation* blocks, size_t n) : blocks_(blocks), n_(n), marks_(n, 0) {
@@ -35,6 +43,7 @@ class Marker {
       if (lo == 0) continue;
       const size_t b = lo - 1;
       if (marks_[b] || w >= blocks_[b].address + std::max<uint64_t>(blocks_[b].size, 1)) continue;
+      if (w - blocks_[b].address == NextChunkHeader(blocks_[b].size)) continue;
       marks_[b] = 1;
       pending_.push_back(b);
     }
