@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "leakcheck/recording.h"
+#include "leakcheck/state.h"
+
 namespace stackwalk::leakcheck {
 
 void ClosedModules::RecordUnloaded(const std::vector<LoadedObject>& before, uint64_t sequence) {
@@ -28,6 +31,17 @@ bool ClosedModules::Find(uintptr_t pc, uint64_t allocated_at, LoadedObject* out)
   if (best == nullptr) return false;
   *out = *best;
   return true;
+}
+
+int DlcloseRemembering(State& state, int (*real_dlclose)(void*), void* handle) {
+  ReentryGuard own;
+  std::vector<LoadedObject> before = ListLoadedObjects();
+  const int result = real_dlclose(handle);
+  const uint64_t closed_at = state.allocations.next_sequence();
+  ClosedModuleRegistry(state).RecordUnloaded(before, closed_at);
+  // Allocations after this get numbers above it (see State::sequence_floor).
+  state.sequence_floor.store(closed_at, std::memory_order_relaxed);
+  return result;
 }
 
 }  // namespace stackwalk::leakcheck

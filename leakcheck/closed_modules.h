@@ -27,6 +27,12 @@ class ClosedModules {
   std::vector<LoadedObject> closed_;
 };
 
+struct State;
+
+// Calls `real_dlclose(handle)` and keeps what it unloaded in the state's registry (both dlclose
+// hooks: the preloaded one and the in-process one). Allocates (under a ReentryGuard).
+int DlcloseRemembering(State& state, int (*real_dlclose)(void*), void* handle);
+
 }  // namespace stackwalk::leakcheck
 
 #endif  // STACKWALK_LEAKCHECK_CLOSED_MODULES_H_

@@ -237,13 +237,8 @@ __attribute__((noinline)) void* DlopenHook(const char* file, int mode) {
 }
 
 int DlcloseHook(void* handle) {
+  const int result = DlcloseRemembering(GlobalState(), g_real_dlclose, handle);
   ReentryGuard own;
-  std::vector<LoadedObject> before = ListLoadedObjects();
-  int result = g_real_dlclose(handle);
-  State& s = GlobalState();
-  const uint64_t closed_at = s.allocations.next_sequence();
-  ClosedModuleRegistry(s).RecordUnloaded(before, closed_at);
-  s.sequence_floor.store(closed_at, std::memory_order_relaxed);
   std::lock_guard<std::mutex> hold(g_mutex);
   if (g_patcher != nullptr) g_patcher->ForgetUnloaded();
   return result;

@@ -161,15 +161,7 @@ EXPORT int dlclose(void* handle) {
   using Dlclose = int (*)(void*);
   static Dlclose real = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
   if (real == nullptr) return -1;
-  using namespace stackwalk::leakcheck;
-  ReentryGuard own;
-  std::vector<LoadedObject> before = ListLoadedObjects();
-  int result = real(handle);
-  State& s = GlobalState();
-  const uint64_t closed_at = s.allocations.next_sequence();
-  ClosedModuleRegistry(s).RecordUnloaded(before, closed_at);
-  s.sequence_floor.store(closed_at, std::memory_order_relaxed);
-  return result;
+  return stackwalk::leakcheck::DlcloseRemembering(stackwalk::leakcheck::GlobalState(), real, handle);
 }
 
 // The in-process API, for a program that runs preloaded: reports work, Start()/Stop() refuse
