@@ -24,13 +24,43 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Cross builds name C++ functions on the signal-safe path with abseil's demangler built for their
+# target. Its archive comes from Debian's libabsl-dev for that architecture, downloaded and unpacked
+# under /opt/stackwalk-cross/<multiarch> rather than installed: installing it would pull the
+# target's libc6 into /usr/lib, which the qemu-run tests' cross ld.so would then load, a libc of
+# another build. Optional: without it the cross builds print mangled names there, so this warns.
+cross_root=/opt/stackwalk-cross
+cross_missing=()
+for pair in arm64:aarch64-linux-gnu armhf:arm-linux-gnueabihf; do
+  multiarch=${pair#*:}
+  [ -e "$cross_root/$multiarch/usr/lib/$multiarch/libabsl_demangle_internal.a" ] || cross_missing+=("$pair")
+done
+if [ ${#cross_missing[@]} -gt 0 ]; then
+  for pair in "${cross_missing[@]}"; do
+    dpkg --print-foreign-architectures | grep -qx "${pair%%:*}" || $SUDO dpkg --add-architecture "${pair%%:*}"
+  done
+  $SUDO apt-get update -q || echo "setup: warning: apt-get update failed for some index" >&2
+  download=$(mktemp -d)
+  chmod 777 "$download"  # apt downloads as its sandbox user
+  for pair in "${cross_missing[@]}"; do
+    arch=${pair%%:*}
+    multiarch=${pair#*:}
+    if (cd "$download" && apt-get download -q "libabsl-dev:$arch" >/dev/null) &&
+       $SUDO mkdir -p "$cross_root/$multiarch" &&
+       $SUDO dpkg-deb -x "$download"/libabsl-dev_*_"$arch".deb "$cross_root/$multiarch"; then
+      echo "setup: abseil for $multiarch unpacked in $cross_root/$multiarch"
+    else
+      echo "setup: warning: no libabsl-dev:$arch; $multiarch builds print mangled names in crash reports" >&2
+    fi
+  done
+  rm -rf "$download"
+fi

@@ -49,6 +49,12 @@ __attribute__((noinline)) int crash_recurse(int depth) {
 
 }  // extern "C"
 
+namespace crash_names {
+struct Grid {
+  __attribute__((noinline)) static int CellAt(volatile int* cells, int i) { return cells[i]; }
+};
+}  // namespace crash_names
+
 namespace {
 
 struct Outcome {
@@ -116,6 +122,18 @@ TEST(CrashHandler, NullDereferenceInALeafWithoutFramePointers) {
   EXPECT_EQ(FrameFunction(o.report, 0), "crash_leaf") << o.report;
   EXPECT_EQ(FrameFunction(o.report, 1), "crash_caller") << o.report;
   EXPECT_NE(o.report.find("*** pid "), std::string::npos);
+}
+
+// C++ names are demangled on the signal-safe path by abseil's demangler (which leaves parameter
+// types out), on the cross targets too where the build found abseil for them.
+TEST(CrashHandler, NamesCxxFunctionsDemangled) {
+  Outcome o = RunCrashingChild([] { crash_names::Grid::CellAt(g_null, 3); });
+  EXPECT_TRUE(DiedBy(o.status, SIGSEGV)) << o.status;
+#if defined(STACKWALK_TEST_HAS_DEMANGLER)
+  EXPECT_EQ(FrameFunction(o.report, 0), "crash_names::Grid::CellAt()") << o.report;
+#else
+  EXPECT_EQ(FrameFunction(o.report, 0), "_ZN11crash_names4Grid6CellAtEPVii") << o.report;
+#endif
 }
 
 TEST(CrashHandler, AbortFromDeepInsideLibstdcxx) {
