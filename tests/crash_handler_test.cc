@@ -216,4 +216,39 @@ TEST(CrashHandler, ChainsToThePreviouslyInstalledHandler) {
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 42) << o.status;
 }
 
+// A previous handler that faults itself: it runs inside stackwalk's handler, so its fault is a
+// crash inside the handler.
+void PreviousHandlerThatFaults(int) { crash_caller(); }        // SIGSEGV again, while blocked
+void PreviousHandlerThatTraps(int) { __builtin_trap(); }       // another signal: re-enters
+
+void CrashWithFaultingPreviousHandler(void (*previous)(int)) {
+  stackwalk::UninstallCrashHandler();
+  signal(SIGSEGV, previous);
+  stackwalk::CrashHandlerOptions options;
+  options.fd = g_report_fd;
+  stackwalk::InstallCrashHandler(options);
+  crash_caller();
+}
+
+size_t CountReports(const std::string& report) {
+  size_t reports = 0;
+  for (size_t at = 0; (at = report.find("*** stackwalk:", at)) != std::string::npos; ++at) ++reports;
+  return reports;
+}
+
+TEST(CrashHandler, ACrashInsideTheHandlerNeitherHangsNorReportsTwice) {
+  // The same signal, blocked while the handler runs: the kernel kills the process with it.
+  Outcome same = RunCrashingChild([] { CrashWithFaultingPreviousHandler(PreviousHandlerThatFaults); });
+  EXPECT_TRUE(DiedBy(same.status, SIGSEGV)) << same.status << "\n" << same.report;
+  EXPECT_EQ(CountReports(same.report), 1u) << same.report;
+  // Another signal re-enters the handler on the reporting thread: no second report, and the
+  // process dies by that signal.
+  Outcome other = RunCrashingChild([] { CrashWithFaultingPreviousHandler(PreviousHandlerThatTraps); });
+  EXPECT_TRUE(WIFSIGNALED(other.status)) << other.status << "\n" << other.report;
+  const int trap_signal = WIFSIGNALED(other.status) ? WTERMSIG(other.status) : 0;
+  EXPECT_TRUE(trap_signal == SIGILL || trap_signal == SIGTRAP) << trap_signal;
+  EXPECT_EQ(CountReports(other.report), 1u) << other.report;
+  EXPECT_NE(other.report.find("*** stackwalk: SIGSEGV"), std::string::npos) << other.report;
+}
+
 }  // namespace
