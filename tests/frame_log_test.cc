@@ -59,6 +59,43 @@ __attribute__((noinline)) void log_via_b(Trace* t) {
   log_leaf(t);
   __asm__ volatile("" : : "r"(pad) : "memory");
 }
+
+// A stack that differs in one middle frame: outer frames, then mid_a or mid_b (same layout),
+// then the same inner frames. log_inner's frame has the same (pc, sp, fp) under both; its
+// return-address slot tells them apart.
+__attribute__((noinline)) void log_inner(Trace* t) {
+  volatile char pad[16] = {};
+  log_leaf(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_mid_a(Trace* t) {
+  volatile char pad[16] = {};
+  log_inner(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_mid_b(Trace* t) {
+  volatile char pad[16] = {};
+  log_inner(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_outer2(void (*mid)(Trace*), Trace* t) {
+  volatile char pad[16] = {};
+  mid(t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_outer1(void (*mid)(Trace*), Trace* t) {
+  volatile char pad[16] = {};
+  log_outer2(mid, t);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_through_a(Trace* t) {
+  log_outer1(log_mid_a, t);
+  __asm__ volatile("" ::: "memory");  // not a tail call: RunBoth stays frame 7
+}
+__attribute__((noinline)) void log_through_b(Trace* t) {
+  log_outer1(log_mid_b, t);
+  __asm__ volatile("" ::: "memory");
+}
 }
 
 // Runs seq[i] for each i twice from one call site, so that traces differ only by what seq does:
@@ -87,13 +124,14 @@ static void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* ref
   }
 }
 
-// Frame 3 is RunBoth's call of Invoke, which the compiler may place twice (once per pass).
-static void ExpectSame(const Trace* cached, const Trace* reference, int n) {
+// Frame `run_both_frame` is RunBoth's call of Invoke, which the compiler may place twice (once
+// per pass).
+static void ExpectSame(const Trace* cached, const Trace* reference, int n, int run_both_frame = 3) {
   for (int i = 0; i < n; ++i) {
     ASSERT_EQ(cached[i].n, reference[i].n) << i;
     ASSERT_GT(cached[i].n, 4);
     for (int k = 1; k < cached[i].n; ++k) {
-      if (k != 3) EXPECT_EQ(cached[i].pcs[k], reference[i].pcs[k]) << k;
+      if (k != run_both_frame) EXPECT_EQ(cached[i].pcs[k], reference[i].pcs[k]) << i << " " << k;
     }
   }
 }
@@ -124,6 +162,26 @@ TEST_P(FrameLog, ChangedReturnAddressSlotIsCaught) {
   ExpectSame(cached, reference, 5);
   EXPECT_NE(cached[3].pcs[1], cached[2].pcs[1]) << "the two callers must differ";
   EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
+}
+
+TEST_P(FrameLog, AChangedMiddleFrameIsSplicedAndTheFramesAroundItReplay) {
+  // Alternating middles: every capture diverges at log_inner's frame, steps the middle and
+  // meets the logged outer frames again; the frames it stepped replace the stale ones (before
+  // this, the first changed slot dropped the log and the rest of the walk was stepped).
+  void (*const seq[])(Trace*) = {log_through_a, log_through_a, log_through_b, log_through_a,
+                                 log_through_b, log_through_a, log_through_b};
+  constexpr int n = 7;
+  Trace cached[n], reference[n];
+  uint64_t replayed = 0;
+  uint64_t matched[n] = {};
+  RunBoth(seq, n, cached, reference, &replayed, matched);
+  ExpectSame(cached, reference, n, 7);
+  EXPECT_NE(cached[2].pcs[2], cached[1].pcs[2]) << "the two middles must differ";
+  // From the fifth capture on both middles' rules are cached: each capture matches the log
+  // three times (log_inner's frame, outer2's and Invoke's: log_through_a/_b differ as well),
+  // and steps only the first frame and two frames at each of the two divergences.
+  for (int i = 4; i < n; ++i) EXPECT_GE(matched[i], 3u) << i;
+  EXPECT_GE(replayed + 5, static_cast<uint64_t>(cached[n - 1].n));
 }
 
 // Skip and truncation through a replay (shared by both methods; the CFI walk reaches deep

@@ -54,6 +54,7 @@ class FrameLog {
     walk_region_lo_ = walk_region_hi_ = 0;
     scratch_n_ = 0;
     scratch_ok_ = true;
+    splice_from_ = -1;
     cursor_ = first_;
   }
   // A step the log cannot describe happened: this walk will not replace the log.
@@ -96,9 +97,15 @@ class FrameLog {
   }
 
   // ---- committing ----
-  // The walk matched logged frame `j` and replayed through the logged end of the stack: the
-  // frames it recorded before reaching j become the log's new inner frames.
+  // The walk matched logged frame `j` and replayed through the logged end of the stack (or up
+  // to a changed slot, see Diverged): what it recorded before reaching j goes into the log.
+  // Before the walk's first match that is its innermost frames, which become the log's new
+  // inner frames; after a divergence at frame k it is the frames that replace log_[k, j).
   void CommitPrefix(int j) {
+    if (splice_from_ >= 0) {
+      Splice(j);
+      return;
+    }
     if (!scratch_ok_ || scratch_n_ > j) {
       first_ = j;  // no room, or unknown prefix: keep only what was validated
       return;
@@ -107,9 +114,22 @@ class FrameLog {
     std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
     MarkFpMatters(first_, j);
   }
+  // A replay from logged frame `j` found the slots of frame `k` changed: the walk goes on with
+  // ordinary steps from frame k (whose pc, sp and fp are still right). The log is kept: the
+  // walk may meet its outer frames again (a stack that differs in a few middle frames, as
+  // allocation sites in a loop do), and the frames it steps from k on are recorded to replace
+  // the stale ones between.
+  void Diverged(int j, int k) {
+    CommitPrefix(j);
+    splice_from_ = k;
+    scratch_n_ = 0;
+    scratch_ok_ = true;
+    cursor_ = k + 1;  // frame k itself is stepped, not matched again
+  }
   // The walk ran to the end of the stack without a match: it becomes the log if every step was
   // recorded.
   void CommitWalk() {
+    splice_from_ = -1;  // after a divergence the scratch frames start at it: they become the log
     if (!scratch_ok_ || scratch_n_ == 0) return;
     const int last = (scratch_n_ - 1) % kCapacity;
     if ((scratch_[last].flags & kEndOfStack) == 0) return;
@@ -145,6 +165,22 @@ class FrameLog {
   // Sets kFpMatters on log_[from, to) from the flags of the frames after them, and has the
   // replay check a frame's fp slot only where the fp it restores matters later: code without
   // frame pointers saves whatever rbp/x29 held, which changes from call to call.
+  // Replaces log_[splice_from_, j) by the frames recorded since the divergence, if they are as
+  // many and leave the frames before unchanged; otherwise keeps only log_[j, ...).
+  void Splice(int j) {
+    const int k = splice_from_;
+    splice_from_ = -1;
+    if (!scratch_ok_ || k < first_ || j - k != scratch_n_) {
+      first_ = j;
+      return;
+    }
+    const uint32_t matters_before = log_[k].flags & kFpMatters;
+    std::memcpy(static_cast<void*>(&log_[k]), scratch_, sizeof(Frame) * scratch_n_);
+    MarkFpMatters(k, j);
+    // The frames before k dropped or kept their fp-slot checks by whether fp mattered at k.
+    if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
+  }
+
   void MarkFpMatters(int from, int to) {
     bool matters = to < kCapacity && (log_[to].flags & kFpMatters) != 0;
     for (int i = to - 1; i >= from; --i) {
@@ -165,6 +201,7 @@ class FrameLog {
   int cursor_ = kCapacity;
   int scratch_n_ = 0;
   bool scratch_ok_ = false;
+  int splice_from_ = -1;  // after a divergence: the logged frame the scratch frames start at
   uint64_t generation_ = 0;
   uint64_t walk_generation_ = 0;
   uint64_t replayed_frames_ = 0;

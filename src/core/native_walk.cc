@@ -198,7 +198,6 @@ void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState
           cache->Release();
           return;
         }
-        log->Break();  // resumed from a changed slot: this walk's record has a hole
         pc = regs.pc();
         sp = regs.sp();
         fp = regs.fp();
@@ -434,19 +433,21 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
     result = StepResult::kNoRule;
   }
   // The frame the walk stands at now, with its true fp: the logged one may differ where fp did
-  // not matter, so follow the restores from the match on.
+  // not matter, so take it from the last restore between the match and here (each restore
+  // replaces the one before).
   uint64_t fp = regs.fp();
   bool has_fp = regs.Has(NativeArch::kFp);
-  for (int i = j; i < k; ++i) {
+  for (int i = k - 1; i >= j; --i) {
     const FrameLog::Frame& f = log.frame(i);
     if (f.flags & FrameLog::kRestoresFp) {
       // The slot, not the logged value: unchecked slots may have changed.
       fp = *reinterpret_cast<const uint64_t*>(
           static_cast<uintptr_t>(f.ra_addr + static_cast<int64_t>(f.fp_slot_offset)));
       has_fp = true;
+      break;
     }
   }
-  if (result == StepResult::kNoRule) log.Invalidate();
+  if (result == StepResult::kNoRule) log.Diverged(j, k);
   const FrameLog::Frame& at = log.frame(k);
   regs.ForgetAll();
   regs.set_pc(at.pc);
@@ -472,7 +473,6 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
         *used_compact = true;  // the replay restores pc, sp and fp only: a full retry may need more
         r = Replay(*log, match, regs, memory, state, out);
         if (r != StepResult::kNoRule) return r;
-        log->Break();  // the frames replayed are not in this walk's record
         continue;
       }
       if (r == StepResult::kEndOfStack) {
