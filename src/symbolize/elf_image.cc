@@ -178,72 +178,85 @@ bool ElfImage::Index() {
   return true;
 }
 
+bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, const char** file,
+                               Candidate* c) const {
+  ElfW(Sym) sym;
+  std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
+  const int type = ELF64_ST_TYPE(sym.st_info);
+  if (type == STT_FILE) {
+    *file = sym.st_name != 0 ? StringAt(base_, size_, t.strings, t.strings_size, sym.st_name)
+                             : nullptr;
+    return false;
+  }
+#if defined(__arm__)
+  // A Thumb function's value has bit 0 set; its code starts at the even address.
+  if (type == STT_FUNC) sym.st_value &= ~static_cast<ElfW(Addr)>(1);
+#endif
+  if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
+      sym.st_shndx == SHN_UNDEF || sym.st_name == 0) {
+    return false;
+  }
+  c->value = sym.st_value;
+  c->size = sym.st_size;
+  c->name = StringAt(base_, size_, t.strings, t.strings_size, sym.st_name);
+  c->file = ELF64_ST_BIND(sym.st_info) == STB_LOCAL ? *file : nullptr;
+  c->section = sym.st_shndx;
+  c->rank = BindingRank(sym.st_info);
+  c->is_object = type == STT_OBJECT;
+  return true;
+}
+
 bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
+  // The smallest symbol containing addr; among aliases (same size), the best binding; the
+  // first in table order among equals.
   bool found = false;
-  int best_rank = 0;
-  uint64_t best_size = 0;
+  Candidate best;
   // Fallback, as binutils does: the nearest function starting below addr in the same section
   // (addresses in the padding after a function, or in assembly without sizes).
   bool below_found = false;
-  ElfW(Sym) below{};
-  int below_rank = 0;
-  // Local symbols follow the STT_FILE symbol of their source file.
-  uint32_t file = 0, best_file = 0, below_file = 0;
+  Candidate below;
+  const char* file = nullptr;
   for (uint64_t i = 0; i < t.count; ++i) {
-    ElfW(Sym) sym;
-    std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
-    const int type = ELF64_ST_TYPE(sym.st_info);
-    if (type == STT_FILE) {
-      file = sym.st_name;
-      continue;
-    }
-    const uint32_t sym_file = ELF64_ST_BIND(sym.st_info) == STB_LOCAL ? file : 0;
-#if defined(__arm__)
-    // A Thumb function's value has bit 0 set; its code starts at the even address.
-    if (type == STT_FUNC) sym.st_value &= ~static_cast<ElfW(Addr)>(1);
-#endif
-    if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
-        sym.st_shndx == SHN_UNDEF || sym.st_value > addr || sym.st_name == 0) {
-      continue;
-    }
-    const int rank = BindingRank(sym.st_info);
-    if (type != STT_OBJECT &&
-        (!below_found || sym.st_value > below.st_value ||
-         (sym.st_value == below.st_value && rank > below_rank))) {
-      below = sym;
-      below_rank = rank;
-      below_file = sym_file;
+    Candidate c;
+    if (!DecodeCandidate(t, i, &file, &c) || c.value > addr) continue;
+    if (!c.is_object &&
+        (!below_found || c.value > below.value || (c.value == below.value && c.rank > below.rank))) {
+      below = c;
       below_found = true;
     }
-    if (sym.st_size == 0 || addr - sym.st_value >= sym.st_size) continue;
-    // The smallest symbol containing addr; among aliases (same size), the best binding.
-    if (!found || sym.st_size < best_size || (sym.st_size == best_size && rank > best_rank)) {
-      const char* name = StringAt(base_, size_, t.strings, t.strings_size, sym.st_name);
-      if (name == nullptr || name[0] == '\0') continue;
-      out->name = name;
-      out->value = sym.st_value;
-      out->size = sym.st_size;
-      best_size = sym.st_size;
-      best_rank = rank;
-      best_file = sym_file;
+    if (c.size == 0 || addr - c.value >= c.size || c.name == nullptr || c.name[0] == '\0') {
+      continue;
+    }
+    if (!found || c.size < best.size || (c.size == best.size && c.rank > best.rank)) {
+      best = c;
       found = true;
     }
   }
-  if (!found && below_found && SectionContains(below.st_shndx, addr)) {
-    const char* name = StringAt(base_, size_, t.strings, t.strings_size, below.st_name);
-    if (name != nullptr && name[0] != '\0') {
-      out->name = name;
-      out->value = below.st_value;
-      out->size = below.st_size;
-      best_file = below_file;
-      found = true;
-    }
+  if (!found && below_found && SectionContains(below.section, addr) && below.name != nullptr &&
+      below.name[0] != '\0') {
+    best = below;
+    found = true;
   }
   if (found) {
-    out->file = best_file != 0 ? StringAt(base_, size_, t.strings, t.strings_size, best_file)
-                               : nullptr;
+    out->name = best.name;
+    out->value = best.value;
+    out->size = best.size;
+    out->file = best.file;
   }
   return found;
+}
+
+void ElfImage::ForEachCandidate(void (*visit)(void* context, int table, const Candidate& c),
+                                void* context) const {
+  if (base_ == nullptr) return;
+  const Table* tables[2] = {&symtab_, &dynsym_};
+  for (int table = 0; table < 2; ++table) {
+    const char* file = nullptr;
+    for (uint64_t i = 0; i < tables[table]->count; ++i) {
+      Candidate c;
+      if (DecodeCandidate(*tables[table], i, &file, &c)) visit(context, table, c);
+    }
+  }
 }
 
 bool ElfImage::FileOffsetToAddress(uint64_t offset, uint64_t* address) const {

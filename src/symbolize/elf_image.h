@@ -37,9 +37,27 @@ class ElfImage {
   // The function (or object) symbol covering link-time address `addr`: the smallest sized
   // symbol containing it, preferring global over weak over local names among aliases; failing
   // that, as binutils does, the nearest function starting below it in the same section.
-  // Linear in the table's size.
+  // Linear in the table's size (SymbolIndex answers the same in logarithmic time).
   // Signal safety: async-signal-safe.
   bool Lookup(uint64_t addr, SymbolHit* out) const;
+
+  // A symbol Lookup can return, decoded: a function or object with a name, in a section.
+  struct Candidate {
+    uint64_t value = 0;  // link-time address (Thumb bit cleared)
+    uint64_t size = 0;
+    const char* name = nullptr;  // nullptr if its name is out of the string table
+    const char* file = nullptr;  // for a local symbol, the STT_FILE symbol it follows, if any
+    uint32_t section = 0;
+    int rank = 0;  // binding: global 3, weak 2, local 1
+    bool is_object = false;
+  };
+  // Calls visit(context, table, candidate) for every candidate of .symtab (table 0) and then
+  // .dynsym (table 1), each in table order; for SymbolIndex, whose lookups answer as Lookup's.
+  // Signal safety: async-signal-safe if `visit` is.
+  void ForEachCandidate(void (*visit)(void* context, int table, const Candidate& c),
+                        void* context) const;
+  // True if section `index` holds link-time address `addr`.
+  bool SectionContains(uint32_t index, uint64_t addr) const;
 
   // The NT_GNU_BUILD_ID note's bytes; 0 if none.
   int build_id_size() const { return build_id_size_; }
@@ -73,7 +91,9 @@ class ElfImage {
   };
   bool Index();
   bool LookupIn(const Table& table, uint64_t addr, SymbolHit* out) const;
-  bool SectionContains(uint32_t index, uint64_t addr) const;
+  // Decodes symbol i of `table` into *c if it is a candidate; tracks the STT_FILE symbol that
+  // local symbols follow in *file (start at 0 and visit in order).
+  bool DecodeCandidate(const Table& table, uint64_t i, const char** file, Candidate* c) const;
 
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;

@@ -14,6 +14,7 @@
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/mini_debuginfo.h"
+#include "symbolize/symbol_index.h"
 
 namespace stackwalk::internal {
 
@@ -27,6 +28,9 @@ struct ObjectFile {
   std::vector<uint8_t> mini_bytes;
   ElfImage mini;
   bool has_mini = false;
+  // The two symbol sources sorted by address, for lookups in batches.
+  SymbolIndex symbols_index;
+  SymbolIndex mini_index;
 
   // Opens everything there is for `path`; what is missing stays empty.
   void Load(const std::string& path, const std::string& debug_root = "/usr/lib/debug") {
@@ -46,14 +50,16 @@ struct ObjectFile {
         has_mini = mini.OpenMemory(mini_bytes.data(), mini_bytes.size());
       }
     }
+    if (has_symbols) symbols_index.Build(symbols);
+    if (has_mini) mini_index.Build(mini);
   }
 
   // The symbol at link-time address `addr`: from the MiniDebugInfo and the symbol table, the
   // one containing it (the smaller if both do), else the nearer function below it.
   bool LookupSymbol(uint64_t addr, SymbolHit* out) const {
     SymbolHit a, b;
-    const bool in_mini = has_mini && mini.Lookup(addr, &a);
-    const bool in_table = has_symbols && symbols.Lookup(addr, &b);
+    const bool in_mini = has_mini && mini_index.Lookup(addr, &a);
+    const bool in_table = has_symbols && symbols_index.Lookup(addr, &b);
     if (!in_mini || !in_table) {
       if (in_mini) *out = a;
       if (in_table) *out = b;
