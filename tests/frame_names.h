@@ -15,7 +15,13 @@ inline std::vector<std::string> FrameNames(void* const* pcs, int n, bool first_i
   std::vector<std::string> names;
   for (int i = 0; i < n; ++i) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
-    if (!(i == 0 && first_is_interrupted)) pc -= 1;
+    if (!(i == 0 && first_is_interrupted)) {
+      pc -= 1;
+    } else {
+#if defined(__arm__)
+      pc |= 1;  // a Thumb function's symbol is odd: its first instruction is below it
+#endif
+    }
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_sname != nullptr) {
       names.push_back(info.dli_sname);
