@@ -174,6 +174,23 @@ TEST(CrashHandler, CrashInsideALibraryOpenedWithDlopen) {
   EXPECT_NE(o.report.find("libchain_lib"), std::string::npos) << o.report;
 }
 
+// Installs `previous` for SIGSEGV "before" stackwalk's handler (by re-installing stackwalk's on
+// top of it), then crashes.
+void CrashWithPreviousHandler(void (*previous)(int)) {
+  stackwalk::UninstallCrashHandler();
+  signal(SIGSEGV, previous);
+  stackwalk::CrashHandlerOptions options;
+  options.fd = g_report_fd;
+  stackwalk::InstallCrashHandler(options);
+  crash_caller();
+}
+
+size_t CountReports(const std::string& report) {
+  size_t reports = 0;
+  for (size_t at = 0; (at = report.find("*** stackwalk:", at)) != std::string::npos; ++at) ++reports;
+  return reports;
+}
+
 TEST(CrashHandler, SeveralThreadsCrashingAtOnceGiveOneReport) {
   Outcome o = RunCrashingChild([] {
     std::atomic<int> ready{0};
@@ -189,9 +206,7 @@ TEST(CrashHandler, SeveralThreadsCrashingAtOnceGiveOneReport) {
     for (auto& t : threads) t.join();
   });
   EXPECT_TRUE(DiedBy(o.status, SIGSEGV)) << o.status;
-  size_t reports = 0;
-  for (size_t at = 0; (at = o.report.find("*** stackwalk:", at)) != std::string::npos; ++at) ++reports;
-  EXPECT_EQ(reports, 1u) << o.report;
+  EXPECT_EQ(CountReports(o.report), 1u) << o.report;
 }
 
 void PreviousHandler(int) {
@@ -202,15 +217,7 @@ void PreviousHandler(int) {
 }
 
 TEST(CrashHandler, ChainsToThePreviouslyInstalledHandler) {
-  Outcome o = RunCrashingChild([] {
-    // Installed "before" by re-installing stackwalk's on top of it.
-    stackwalk::UninstallCrashHandler();
-    signal(SIGSEGV, PreviousHandler);
-    stackwalk::CrashHandlerOptions options;
-    options.fd = g_report_fd;
-    stackwalk::InstallCrashHandler(options);
-    crash_caller();
-  });
+  Outcome o = RunCrashingChild([] { CrashWithPreviousHandler(PreviousHandler); });
   // stackwalk's report first, then the previous handler.
   EXPECT_NE(o.report.find("*** stackwalk: SIGSEGV"), std::string::npos) << o.report;
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 42) << o.status;
@@ -221,29 +228,14 @@ TEST(CrashHandler, ChainsToThePreviouslyInstalledHandler) {
 void PreviousHandlerThatFaults(int) { crash_caller(); }        // SIGSEGV again, while blocked
 void PreviousHandlerThatTraps(int) { __builtin_trap(); }       // another signal: re-enters
 
-void CrashWithFaultingPreviousHandler(void (*previous)(int)) {
-  stackwalk::UninstallCrashHandler();
-  signal(SIGSEGV, previous);
-  stackwalk::CrashHandlerOptions options;
-  options.fd = g_report_fd;
-  stackwalk::InstallCrashHandler(options);
-  crash_caller();
-}
-
-size_t CountReports(const std::string& report) {
-  size_t reports = 0;
-  for (size_t at = 0; (at = report.find("*** stackwalk:", at)) != std::string::npos; ++at) ++reports;
-  return reports;
-}
-
 TEST(CrashHandler, ACrashInsideTheHandlerNeitherHangsNorReportsTwice) {
   // The same signal, blocked while the handler runs: the kernel kills the process with it.
-  Outcome same = RunCrashingChild([] { CrashWithFaultingPreviousHandler(PreviousHandlerThatFaults); });
+  Outcome same = RunCrashingChild([] { CrashWithPreviousHandler(PreviousHandlerThatFaults); });
   EXPECT_TRUE(DiedBy(same.status, SIGSEGV)) << same.status << "\n" << same.report;
   EXPECT_EQ(CountReports(same.report), 1u) << same.report;
   // Another signal re-enters the handler on the reporting thread: no second report, and the
   // process dies by that signal.
-  Outcome other = RunCrashingChild([] { CrashWithFaultingPreviousHandler(PreviousHandlerThatTraps); });
+  Outcome other = RunCrashingChild([] { CrashWithPreviousHandler(PreviousHandlerThatTraps); });
   EXPECT_TRUE(WIFSIGNALED(other.status)) << other.status << "\n" << other.report;
   const int trap_signal = WIFSIGNALED(other.status) ? WTERMSIG(other.status) : 0;
   EXPECT_TRUE(trap_signal == SIGILL || trap_signal == SIGTRAP) << trap_signal;

@@ -178,14 +178,13 @@ bool ElfImage::Index() {
   return true;
 }
 
-bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, const char** file,
-                               Candidate* c) const {
+bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, uint32_t* file, Candidate* c,
+                               uint32_t* name) const {
   ElfW(Sym) sym;
   std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
   const int type = ELF64_ST_TYPE(sym.st_info);
   if (type == STT_FILE) {
-    *file = sym.st_name != 0 ? StringAt(base_, size_, t.strings, t.strings_size, sym.st_name)
-                             : nullptr;
+    *file = sym.st_name;
     return false;
   }
 #if defined(__arm__)
@@ -196,14 +195,22 @@ bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, const char** file,
       sym.st_shndx == SHN_UNDEF || sym.st_name == 0) {
     return false;
   }
+  // Names stay string-table offsets here (see ResolveNames): a lookup resolves only the few it
+  // keeps.
+  *name = sym.st_name;
   c->value = sym.st_value;
   c->size = sym.st_size;
-  c->name = StringAt(base_, size_, t.strings, t.strings_size, sym.st_name);
-  c->file = ELF64_ST_BIND(sym.st_info) == STB_LOCAL ? *file : nullptr;
+  c->name = nullptr;
+  c->file = nullptr;
   c->section = sym.st_shndx;
   c->rank = BindingRank(sym.st_info);
   c->is_object = type == STT_OBJECT;
+  c->file_offset = ELF64_ST_BIND(sym.st_info) == STB_LOCAL ? *file : 0;
   return true;
+}
+
+const char* ElfImage::NameAt(const Table& t, uint32_t offset) const {
+  return offset != 0 ? StringAt(base_, size_, t.strings, t.strings_size, offset) : nullptr;
 }
 
 bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
@@ -215,33 +222,38 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
   // (addresses in the padding after a function, or in assembly without sizes).
   bool below_found = false;
   Candidate below;
-  const char* file = nullptr;
+  uint32_t below_name = 0;
+  uint32_t file = 0;
   for (uint64_t i = 0; i < t.count; ++i) {
     Candidate c;
-    if (!DecodeCandidate(t, i, &file, &c) || c.value > addr) continue;
+    uint32_t name = 0;
+    if (!DecodeCandidate(t, i, &file, &c, &name) || c.value > addr) continue;
     if (!c.is_object &&
         (!below_found || c.value > below.value || (c.value == below.value && c.rank > below.rank))) {
       below = c;
+      below_name = name;
       below_found = true;
     }
-    if (c.size == 0 || addr - c.value >= c.size || c.name == nullptr || c.name[0] == '\0') {
-      continue;
-    }
+    if (c.size == 0 || addr - c.value >= c.size) continue;
     if (!found || c.size < best.size || (c.size == best.size && c.rank > best.rank)) {
+      c.name = NameAt(t, name);
+      if (c.name == nullptr || c.name[0] == '\0') continue;
       best = c;
       found = true;
     }
   }
-  if (!found && below_found && SectionContains(below.section, addr) && below.name != nullptr &&
-      below.name[0] != '\0') {
-    best = below;
-    found = true;
+  if (!found && below_found && SectionContains(below.section, addr)) {
+    below.name = NameAt(t, below_name);
+    if (below.name != nullptr && below.name[0] != '\0') {
+      best = below;
+      found = true;
+    }
   }
   if (found) {
     out->name = best.name;
     out->value = best.value;
     out->size = best.size;
-    out->file = best.file;
+    out->file = NameAt(t, best.file_offset);
   }
   return found;
 }
@@ -251,10 +263,15 @@ void ElfImage::ForEachCandidate(void (*visit)(void* context, int table, const Ca
   if (base_ == nullptr) return;
   const Table* tables[2] = {&symtab_, &dynsym_};
   for (int table = 0; table < 2; ++table) {
-    const char* file = nullptr;
-    for (uint64_t i = 0; i < tables[table]->count; ++i) {
+    const Table& t = *tables[table];
+    uint32_t file = 0;
+    for (uint64_t i = 0; i < t.count; ++i) {
       Candidate c;
-      if (DecodeCandidate(*tables[table], i, &file, &c)) visit(context, table, c);
+      uint32_t name = 0;
+      if (!DecodeCandidate(t, i, &file, &c, &name)) continue;
+      c.name = NameAt(t, name);
+      c.file = NameAt(t, c.file_offset);
+      visit(context, table, c);
     }
   }
 }

@@ -50,6 +50,7 @@ class ElfImage {
     uint32_t section = 0;
     int rank = 0;  // binding: global 3, weak 2, local 1
     bool is_object = false;
+    uint32_t file_offset = 0;  // `file` in the string table (0: none)
   };
   // Calls visit(context, table, candidate) for every candidate of .symtab (table 0) and then
   // .dynsym (table 1), each in table order; for SymbolIndex, whose lookups answer as Lookup's.
@@ -91,9 +92,12 @@ class ElfImage {
   };
   bool Index();
   bool LookupIn(const Table& table, uint64_t addr, SymbolHit* out) const;
-  // Decodes symbol i of `table` into *c if it is a candidate; tracks the STT_FILE symbol that
-  // local symbols follow in *file (start at 0 and visit in order).
-  bool DecodeCandidate(const Table& table, uint64_t i, const char** file, Candidate* c) const;
+  // Decodes symbol i of `table` into *c if it is a candidate, its name's string-table offset
+  // into *name (c->name and c->file are left unresolved); tracks the STT_FILE symbol that local
+  // symbols follow in *file (start at 0 and visit in order).
+  bool DecodeCandidate(const Table& table, uint64_t i, uint32_t* file, Candidate* c,
+                       uint32_t* name) const;
+  const char* NameAt(const Table& table, uint32_t offset) const;  // nullptr for 0 or out of range
 
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
