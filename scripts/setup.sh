@@ -8,7 +8,7 @@ packages=(
   googletest            # GoogleTest sources: built for every target, cross ones included
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   libbenchmark-dev      # Google Benchmark, for bench/
-  libdw-dev libelf-dev libabsl-dev liblzma-dev  # the symbolizer: DWARF (elfutils), abseil, MiniDebugInfo (xz)
+  libdw-dev libelf-dev libabsl-dev liblzma-dev libdeflate-dev  # the symbolizer: DWARF (elfutils), abseil, MiniDebugInfo (xz), compressed debug sections
   libunwind8 libunwind-14   # peers (loaded with dlopen): nongnu and LLVM libunwind
   clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
   valgrind              # the leak checker's oracle

@@ -272,8 +272,7 @@ int main(int argc, char** argv) {
         addr = 0;
         object = nullptr;
       }
-      PrintAddr2line(o, object, addr);
-      std::fflush(stdout);
+      PrintAddr2line(o, object, addr);  // stdout is flushed at exit: the input was read whole
       continue;
     }
     if (!o.maps.empty()) {

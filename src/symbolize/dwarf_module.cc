@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "symbolize/debug_image.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/demangle.h"
 
@@ -81,6 +82,19 @@ absl::StatusOr<std::unique_ptr<DwarfModule>> DwarfModule::Open(const std::string
                                                                 const std::string& debug_root) {
   std::string debug = FindDebugFile(path, debug_root);
   if (debug.empty()) return absl::NotFoundError(absl::StrCat("no DWARF for ", path));
+  std::unique_ptr<DwarfModule> m(new DwarfModule());
+  m->debug_path_ = debug;
+  auto image = DebugImage::Load(debug);
+  if (image.ok()) {
+    m->dwarf_ = dwarf_begin_elf((*image)->elf(), DWARF_C_READ, nullptr);
+    if (m->dwarf_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(debug, ": ", dwarf_errmsg(-1)));
+    }
+    m->image_ = std::move(*image);
+    return m;
+  }
+  if (!absl::IsUnimplemented(image.status())) return image.status();
+  // A layout DebugImage leaves to libdw (zstd, .zdebug, a dwz file, ...).
   int fd = open(debug.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open ", debug));
   Dwarf* dwarf = dwarf_begin(fd, DWARF_C_READ);
@@ -88,10 +102,8 @@ absl::StatusOr<std::unique_ptr<DwarfModule>> DwarfModule::Open(const std::string
     close(fd);
     return absl::InvalidArgumentError(absl::StrCat(debug, ": ", dwarf_errmsg(-1)));
   }
-  std::unique_ptr<DwarfModule> m(new DwarfModule());
   m->fd_ = fd;
   m->dwarf_ = dwarf;
-  m->debug_path_ = debug;
   return m;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "symbolize/debug_image.h"
 
 namespace stackwalk::internal {
 
@@ -92,7 +93,8 @@ class DwarfModule {
   const ScopeInfo* InfoFor(Dwarf_Off die, const CuIndex& index);
   std::string SourcePath(const char* file, const CuIndex& index) const;
 
-  int fd_ = -1;
+  int fd_ = -1;  // with libdw's own reading of the file
+  std::unique_ptr<DebugImage> image_;  // or with the file prepared in memory
   Dwarf* dwarf_ = nullptr;
   std::string debug_path_;
   std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus_;

@@ -10,6 +10,11 @@
 #if STACKWALK_FUZZ_MINI_DEBUGINFO
 #include "symbolize/mini_debuginfo.h"
 #endif
+#if STACKWALK_FUZZ_DEBUG_IMAGE
+#include <gelf.h>
+
+#include "symbolize/debug_image.h"
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 8) return 0;
@@ -44,6 +49,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     stackwalk::internal::ElfImage inner;
     if (unpacked.ok() && inner.OpenMemory(unpacked->data(), unpacked->size())) {
       inner.Lookup(addr, &hit);
+    }
+  }
+#endif
+#if STACKWALK_FUZZ_DEBUG_IMAGE
+  // The image libdw would read: every section's bytes must lie inside it.
+  auto prepared = stackwalk::internal::DebugImage::LoadMemory(bytes.data(), bytes.size());
+  if (prepared.ok()) {
+    Elf* elf = (*prepared)->elf();
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      Elf_Data* data = gelf_getshdr(scn, &sh) != nullptr ? elf_rawdata(scn, nullptr) : nullptr;
+      if (data != nullptr && data->d_buf != nullptr && data->d_size > 0) {
+        volatile uint8_t last = static_cast<const uint8_t*>(data->d_buf)[data->d_size - 1];
+        (void)last;
+      }
     }
   }
 #endif
