@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstring>
 #include <cinttypes>
 #include <cstdio>
@@ -14,11 +15,11 @@
 
 #include "format/json_string.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/frame_namer.h"
 #include "leakcheck/reachability.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/state.h"
 #include "leakcheck/thread_registry.h"
-#include "stackwalk/symbolizer.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -113,7 +114,7 @@ ThreadLabel LabelOf(const ThreadRegistry& threads, uint32_t serial) {
 
 // The frames of one stack, named: through the objects loaded now, except for PCs in an object
 // unloaded after the allocation was made, which are looked up in its file.
-std::vector<SymbolizedFrame> NameFrames(Symbolizer& symbolizer, const std::vector<void*>& pcs,
+std::vector<SymbolizedFrame> NameFrames(FrameNamer& symbolizer, const std::vector<void*>& pcs,
                                         uint64_t allocated_at, const ClosedModules* closed) {
   std::vector<SymbolizedFrame> live =
       pcs.empty() ? std::vector<SymbolizedFrame>()
@@ -128,9 +129,9 @@ std::vector<SymbolizedFrame> NameFrames(Symbolizer& symbolizer, const std::vecto
     LoadedObject object;
     if (closed->Find(pc, allocated_at, &object)) {
       // Every frame here is a return address: looked up one byte back, as the symbolizer does.
-      auto found = symbolizer.SymbolizeFile(object.path, pc - object.bias - 1);
-      if (found.ok() && !found->empty()) {
-        for (SymbolizedFrame f : *found) {
+      std::vector<SymbolizedFrame> found;
+      if (symbolizer.SymbolizeFile(object.path, pc - object.bias - 1, &found) && !found.empty()) {
+        for (SymbolizedFrame f : found) {
           f.pc = pc;
           f.index = i;
           f.module = object.path;
@@ -145,6 +146,14 @@ std::vector<SymbolizedFrame> NameFrames(Symbolizer& symbolizer, const std::vecto
     next = group_end;
   }
   return named;
+}
+
+// The exit report runs inside exit(), from one of its exit handlers: the blocks of glibc's list
+// of exit handlers (__new_exitfn adds one per 32 atexit/__cxa_atexit registrations, which a C++
+// program with many static destructors reaches) are still allocated then, and exit() frees them
+// once the handlers have run. Not the program's leaks (valgrind, checking later, never sees them).
+bool FreedByExitAfterTheReport(const std::vector<SymbolizedFrame>& frames) {
+  return !frames.empty() && frames[0].function == "__new_exitfn";
 }
 
 // Whether a leak is shown under the library filters: with a frame in a selected object (when
@@ -185,6 +194,11 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   static int reports_written = 0;
   SpinLockHolder hold(ReportLock());
 
+  const bool at_exit = std::strcmp(occasion, "exit") == 0;
+  // The symbolizer is loaded only when there are stacks to name.
+  std::unique_ptr<FrameNamer> symbolizer;
+  const ClosedModules* closed = state.closed.load(std::memory_order_acquire);
+  std::vector<std::vector<SymbolizedFrame>> names;  // by stack id
   std::vector<Leak> leaks;
   std::vector<ThreadLive> threads;
   uint64_t reachable_bytes = 0, reachable_count = 0;
@@ -198,6 +212,24 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                                 reinterpret_cast<uintptr_t>(&stack_mark));
     }
     std::vector<Leak> by_stack(state.stacks.size() + 1);
+    // Every stack is named once, before the tallies: at exit some are not the program's. The
+    // earliest block of a stack decides what an unloaded object in it was.
+    std::vector<uint64_t> earliest(by_stack.size(), UINT64_MAX);
+    for (size_t index = 0; index < live.size(); ++index) {
+      const Allocation& a = live.begin()[index];
+      if (a.stack_id >= earliest.size()) earliest.resize(a.stack_id + 1, UINT64_MAX);
+      earliest[a.stack_id] = std::min(earliest[a.stack_id], a.sequence);
+    }
+    names.resize(earliest.size());
+    std::vector<bool> excluded(earliest.size());
+    for (uint32_t id = 0; id < earliest.size(); ++id) {
+      if (earliest[id] == UINT64_MAX) continue;
+      if (symbolizer == nullptr) symbolizer = std::make_unique<FrameNamer>();
+      void* const* pcs = nullptr;
+      const int n = state.stacks.Frames(id, &pcs);
+      names[id] = NameFrames(*symbolizer, ProgramFrames(pcs, n), earliest[id], closed);
+      excluded[id] = at_exit && FreedByExitAfterTheReport(names[id]);
+    }
     auto add_to_group = [&by_stack](const Allocation& a) {
       if (a.stack_id >= by_stack.size()) by_stack.resize(a.stack_id + 1);
       Leak& leak = by_stack[a.stack_id];
@@ -211,6 +243,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     };
     for (size_t index = 0; index < live.size(); ++index) {
       const Allocation& a = live.begin()[index];
+      if (excluded[a.stack_id]) continue;
       add_to_group(a);
       const uint32_t serial = static_cast<uint32_t>(a.thread);
       if (serial >= threads.size()) threads.resize(serial + 1);
@@ -222,6 +255,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
       for (Leak& leak : by_stack) leak = Leak();
       for (size_t index = 0; index < live.size(); ++index) {
         const Allocation& a = live.begin()[index];
+        if (excluded[a.stack_id]) continue;
         if (reachable[index]) {
           reachable_bytes += a.size;
           ++reachable_count;
@@ -241,14 +275,8 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.serial < b.serial;
   });
 
-  // Name every stack, then keep the leaks the library filters let through.
-  Symbolizer symbolizer;
-  const ClosedModules* closed = state.closed.load(std::memory_order_acquire);
-  for (Leak& leak : leaks) {
-    void* const* pcs = nullptr;
-    int n = state.stacks.Frames(leak.stack_id, &pcs);
-    leak.frames = NameFrames(symbolizer, ProgramFrames(pcs, n), leak.first_sequence, closed);
-  }
+  // Keep the leaks the library filters let through.
+  for (Leak& leak : leaks) leak.frames = std::move(names[leak.stack_id]);
   leaks.erase(std::remove_if(leaks.begin(), leaks.end(),
                              [&](const Leak& leak) { return !PassesFilters(state.options, leak.frames); }),
               leaks.end());
@@ -262,7 +290,6 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     totals.bytes += leak.bytes;
     totals.allocations += leak.count;
   }
-  const bool at_exit = std::strcmp(occasion, "exit") == 0;
   const uint64_t live = state.allocations.live_count();
   const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
 
@@ -307,6 +334,9 @@ ReportTotals WriteReport(State& state, const char* occasion) {
             FormatBytes(state.stacks.bytes()) + ")";
     if (live > 0) text += ", " + std::to_string(own / live) + " per live allocation";
     text += "\n";
+    if (symbolizer != nullptr && !symbolizer->error().empty()) {
+      text += "==stackwalk-leakcheck== frames are not named: " + symbolizer->error() + "\n";
+    }
     if (state.options.unreachable_only) {
       text += "==stackwalk-leakcheck== " + FormatBytes(reachable_bytes) + " in " +
               FormatCount(reachable_count) + " still reachable (not shown)\n";
@@ -331,7 +361,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
         text += "    (no stack)\n";
         continue;
       }
-      std::string lines = FormatFrames(leak.frames);
+      std::string lines = symbolizer->Format(leak.frames);
       for (size_t start = 0; start < lines.size();) {
         size_t end = lines.find('\n', start);
         if (end == std::string::npos) end = lines.size();

@@ -71,6 +71,44 @@ TEST(Leakcheck, EveryAllocatorFormFreedMeansNoLeak) {
   EXPECT_EQ(run.report.find("Leak of"), std::string::npos) << run.report;
 }
 
+// exit() frees the blocks of its list of exit handlers after the handler that writes the report
+// has run: they are the C library's, not leaks (a C++ program with many static destructors
+// registers that many handlers).
+TEST(Leakcheck, TheExitHandlerListIsNotALeak) {
+  LaunchResult run = Leakcheck(kFixture + " atexit 100");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations."),
+            std::string::npos) << run.report;
+  EXPECT_EQ(run.report.find("__new_exitfn"), std::string::npos) << run.report;
+}
+
+// The symbolizer (libdw, abseil, ...) is loaded only when a report has stacks to name: a checked
+// program starts with the recording half alone.
+TEST(Leakcheck, TheSymbolizerIsLoadedOnlyForAReport) {
+  const std::string maps = Output(std::string(STACKWALK_LEAKCHECK) +
+                                  " --follow-exec --output /dev/null -- /bin/sh -c "
+                                  "'grep -q libstackwalk_leakcheck.so /proc/self/maps && echo checked; "
+                                  "grep -c -e libdw.so -e libelf -e libstackwalk_symbolize /proc/self/maps'");
+  EXPECT_EQ(maps, "checked\n0\n") << "checked, and without the symbolizer's libraries";
+  // Without its names library beside it, the checker still reports every leak, by object+offset.
+  const std::string dir = ::testing::TempDir() + "nonames." + std::to_string(getpid());
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir + " && cp " +
+                         STACKWALK_LEAKCHECK_PRELOAD + " " + dir + "/").c_str()),
+            0);
+  const std::string report = dir + "/report.txt";
+  ASSERT_EQ(std::system(("LD_PRELOAD=" + dir + "/libstackwalk_leakcheck.so STACKWALK_LEAKCHECK=output=" +
+                         report + " " + kFixture + " >/dev/null 2>&1").c_str()),
+            0);
+  std::ifstream in(report);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("SUMMARY: stackwalk-leakcheck: 4460 bytes leaked in 5 allocations."),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("frames are not named: "), std::string::npos) << text;
+  std::string mallocs = LeakBlock(text, "300 bytes in 3 allocations");
+  EXPECT_NE(mallocs.find("#0 0x"), std::string::npos) << text;
+  EXPECT_NE(mallocs.find("(" + kFixture + "+0x"), std::string::npos) << text;
+}
+
 TEST(Leakcheck, FramePointerMethodFindsTheSameLeaks) {
   LaunchResult run = Leakcheck("--method fp " + kFixture);
   EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 4460 bytes leaked in 5 allocations."),
@@ -116,8 +154,8 @@ std::string OurInUseAtExit(const std::string& args) {
 
 TEST(Leakcheck, AgreesWithValgrindOnWhatIsStillAllocatedAtExit) {
   if (std::system("valgrind --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no valgrind";
-  for (const std::string& args : {kFixture, kFixture + " clean", std::string("/bin/ls /"),
-                                  std::string(LEAKY_FORMS) + " preload"}) {
+  for (const std::string& args : {kFixture, kFixture + " clean", kFixture + " atexit 100",
+                                  std::string("/bin/ls /"), std::string(LEAKY_FORMS) + " preload"}) {
     std::string expected = ValgrindInUseAtExit(args);
     ASSERT_FALSE(expected.empty()) << args;
     EXPECT_EQ(OurInUseAtExit(args), expected) << args;
