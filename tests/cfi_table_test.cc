@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ int RegisterNumber(const std::string& name) {
 // The file mapped read-only, with where its .eh_frame_hdr sits and the shift from link-time
 // addresses to addresses in the mapping (pc-relative encodings stay consistent inside it).
 struct MappedElf {
+  std::shared_ptr<stackwalk::testing::ElfFile> file;  // the mapping the section points into
   EhFrameSection section;
   uint64_t shift = 0;  // mapped = vaddr + shift
   bool ok = false;
@@ -52,7 +54,8 @@ struct MappedElf {
 
 MappedElf MapElf(const std::string& path) {
   MappedElf out;
-  auto* file = new stackwalk::testing::ElfFile(path);  // mapped for the test's life
+  out.file = std::make_shared<stackwalk::testing::ElfFile>(path);
+  const stackwalk::testing::ElfFile* file = out.file.get();
   const ElfW(Shdr)* hdr = file->ok() ? file->Section(".eh_frame_hdr") : nullptr;
   if (hdr == nullptr) return out;
   out.shift = file->Shift(*hdr);

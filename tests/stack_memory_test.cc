@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <memory>
@@ -46,8 +47,11 @@ TEST(StackMemory, EveryThreadFindsItsOwnStack) {
 TEST(StackMemory, SpOutsideAnyStackIsRefused) {
   StackMemory mem;
   EXPECT_FALSE(mem.InitForCurrentThread(8));  // unmapped
-  static const char kReadOnly[4096] = {1};
-  EXPECT_FALSE(mem.InitForCurrentThread(reinterpret_cast<uintptr_t>(kReadOnly)));  // not writable
+  // A page of its own: a const global may sit in a writable mapping (AddressSanitizer moves them).
+  void* read_only = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(read_only, MAP_FAILED);
+  EXPECT_FALSE(mem.InitForCurrentThread(reinterpret_cast<uintptr_t>(read_only)));  // not writable
+  munmap(read_only, 4096);
 }
 
 struct AltResult {

@@ -57,8 +57,10 @@ bool StackMemory::InitSlow(uint64_t sp) {
   // First walk on this thread, or the main thread's stack grew below the cached bounds.
   AddressRange found;
   if (!LookUpStackMapping(sp, &found)) {
-    // A stack overflow leaves sp in the guard gap just below the stack: the frames above it are
-    // still there to be read.
+    // A stack overflow leaves sp in the guard gap just below the stack (unmapped, or a PROT_NONE
+    // guard page): the frames above it are still there to be read. A readable mapping is no gap.
+    Mapping at;
+    if (FindMapping(sp, &at) && at.readable) return false;
     bool near = false;
     for (uint64_t above : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {
       if (LookUpStackMapping(sp + above, &found) && found.lo > sp && found.lo - sp <= above) {

@@ -13,6 +13,26 @@
 
 namespace stackwalk::internal {
 
+// Copies stack bytes a walk has bounds-checked. The words it reads belong to other frames, which
+// AddressSanitizer poisons around their locals by design: exempt from it, and copied without
+// memcpy, which ASan intercepts.
+__attribute__((no_sanitize("address"))) inline void CopyStackBytes(void* out, uint64_t addr,
+                                                                     size_t size) {
+  const auto* from = reinterpret_cast<const unsigned char*>(static_cast<uintptr_t>(addr));
+  if (size == 8) {
+    uint64_t word;
+    __builtin_memcpy(&word, from, 8);
+    __builtin_memcpy(out, &word, 8);
+  } else if (size == 4) {
+    uint32_t word;
+    __builtin_memcpy(&word, from, 4);
+    __builtin_memcpy(out, &word, 4);
+  } else {
+    auto* to = static_cast<volatile unsigned char*>(out);
+    for (size_t i = 0; i < size; ++i) to[i] = from[i];
+  }
+}
+
 class StackMemory {
  public:
   static constexpr int kMaxRegions = 2;
@@ -41,7 +61,7 @@ class StackMemory {
   bool Read(uint64_t addr, void* out, size_t size) {
     for (int i = 0; i < count_; ++i) {
       if (regions_[i].ContainsSpan(addr, size)) {
-        std::memcpy(out, reinterpret_cast<const void*>(static_cast<uintptr_t>(addr)), size);
+        CopyStackBytes(out, addr, size);
         return true;
       }
     }
