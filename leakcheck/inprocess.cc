@@ -257,6 +257,7 @@ int StartWith(const Options& options) {
   if (g_started) return STACKWALK_LEAKCHECK_ALREADY_STARTED;
   State& s = GlobalState();
   s.options = options;
+  s.recording.Publish(options);
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
   if (g_patcher == nullptr) g_patcher = new GotPatcher();

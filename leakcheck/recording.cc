@@ -53,7 +53,8 @@ State& ConfiguredState() {
     // Only the preloaded library gets here (Start() configures the in-process one first), and
     // it records from the first allocation on.
     s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
-    s.active.store(true, std::memory_order_relaxed);
+    s.recording.Publish(s.options);
+    s.active.store(true, std::memory_order_release);
     s.configured.store(true, std::memory_order_release);
   }
   return s;
@@ -116,13 +117,18 @@ uint64_t NextSequence(AllocationTable& table) {
 __attribute__((noinline)) void Record(void* p, size_t size) {
   if (p == nullptr || t_inside || t_forking) return;
   State& s = ConfiguredState();
-  if (!s.active.load(std::memory_order_relaxed) || size < s.options.min_size) return;
+  if (!s.active.load(std::memory_order_acquire) ||
+      size < s.recording.min_size.load(std::memory_order_relaxed)) {
+    return;
+  }
   t_inside = true;
   void* pcs[StackTable::kMaxFrames];
-  int n = stackwalk::Capture(pcs, s.options.max_frames, static_cast<stackwalk::Method>(s.options.method));
+  int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
+                             static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
-  if (s.options.unreachable_only && !t_stack_noted && serial != 0) {
+  if (s.recording.note_thread_stacks.load(std::memory_order_relaxed) && !t_stack_noted &&
+      serial != 0) {
     // The reachability scan reads every thread's stack: note where this one's is (one read of
     // /proc/self/maps per thread, with open/read only).
     t_stack_noted = true;

@@ -16,8 +16,25 @@ namespace stackwalk::leakcheck {
 
 class ClosedModules;
 
+// What the allocation hooks read of the options, each on its own: a hook that began in one
+// in-process session may still be running when the next Start() publishes new options.
+struct RecordingOptions {
+  std::atomic<uint64_t> min_size{0};
+  std::atomic<int> max_frames{32};
+  std::atomic<int> method{0};
+  std::atomic<bool> note_thread_stacks{false};  // for the reachability scan (unreachable_only)
+
+  void Publish(const Options& options) {
+    min_size.store(options.min_size, std::memory_order_relaxed);
+    max_frames.store(options.max_frames, std::memory_order_relaxed);
+    method.store(options.method, std::memory_order_relaxed);
+    note_thread_stacks.store(options.unreachable_only, std::memory_order_relaxed);
+  }
+};
+
 struct State {
-  Options options;
+  Options options;  // the whole set, for reports and start-up; the hooks read `recording`
+  RecordingOptions recording;
   std::atomic<bool> configured{false};
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
