@@ -18,6 +18,7 @@
 #include "leakcheck/allocator_hooks.h"
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/got_patch.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
 #include "leakcheck/state.h"
 #include "stackwalk/leakcheck.h"
@@ -267,6 +268,7 @@ int StartWith(const Options& options) {
     s.active.store(false, std::memory_order_release);
     return STACKWALK_LEAKCHECK_NOTHING_HOOKED;
   }
+  KeepReportDestination();
   InstallForkHandlers();
   if (options.report_signal != 0) StartSignalReports(options.report_signal);
   g_started = true;

@@ -3,6 +3,8 @@
 // call themselves and need no dlsym), and dlclose, to remember what it unloads.
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 
 #include "leakcheck/allocator_hooks.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
 #include "leakcheck/state.h"
 #include "stackwalk/leakcheck.h"
@@ -115,6 +118,7 @@ __attribute__((constructor(101))) void StartPreloaded() {
     LeaveOutOfChildren();
     return;
   }
+  KeepReportDestination();
   InstallForkHandlers();
   if (s.options.report_signal != 0 && !StartSignalReports(s.options.report_signal)) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot report on signal %d\n",
@@ -131,6 +135,14 @@ __attribute__((constructor(101))) void StartPreloaded() {
 void ReportAfterEveryDestructor(void*) { ReportAtExit(); }
 __attribute__((destructor)) void ReportPreloadedAtExit() {
   if (__cxa_atexit(ReportAfterEveryDestructor, nullptr, nullptr) != 0) ReportAtExit();
+}
+
+// _exit and _Exit end the process without exit handlers, as dash and many daemons and forked
+// children do: the report is written first. Not in a vfork child, which shares this process's
+// memory under another pid (exec failed): that exit is not the program's.
+[[noreturn]] void ReportThenExit(int status) {
+  if (getpid() == ReportingProcess()) ReportAtExit();
+  for (;;) syscall(SYS_exit_group, status);
 }
 
 }  // namespace
@@ -177,6 +189,9 @@ EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   return 0;
 }
 EXPORT int stackwalk_leakcheck_preloaded(void) { return 1; }
+
+EXPORT void _exit(int status) { stackwalk::leakcheck::ReportThenExit(status); }
+EXPORT void _Exit(int status) { stackwalk::leakcheck::ReportThenExit(status); }
 
 }  // extern "C"
 

@@ -17,6 +17,7 @@
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/reachability.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/state.h"
 #include "leakcheck/thread_registry.h"
@@ -293,10 +294,17 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   const uint64_t live = state.allocations.live_count();
   const uint64_t own = state.allocations.table_bytes() + state.stacks.bytes();
 
+  // Which process this is: several checked processes may report to one stderr.
+  const std::string pid = std::to_string(getpid());
+  std::string program = "?";
+  char exe[4096];
+  if (const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe)); n > 0) program.assign(exe, n);
+
   std::string text;
   if (state.options.json) {
     using internal::JsonString;
-    text = "{\"occasion\":" + JsonString(occasion) + ",\"summary\":{\"bytes\":" +
+    text = "{\"occasion\":" + JsonString(occasion) + ",\"pid\":" + pid +
+           ",\"program\":" + JsonString(program) + ",\"summary\":{\"bytes\":" +
            std::to_string(totals.bytes) + ",\"allocations\":" + std::to_string(totals.allocations) +
            ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) +
            ",\"own_bytes\":" + std::to_string(own);
@@ -326,6 +334,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     text += "==stackwalk-leakcheck== " + std::string(what) + " (report " +
             std::to_string(reports_written + 1) + (at_exit ? "" : std::string(", on ") + occasion) +
             ")\n";
+    text += "==stackwalk-leakcheck== process " + pid + " (" + program + ")\n";
     text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
             " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
     // What the checker itself holds: its tables, and per live allocation.
@@ -373,7 +382,8 @@ ReportTotals WriteReport(State& state, const char* occasion) {
             (at_exit ? " leaked in " : " live in ") + FormatCount(totals.allocations) + ".\n";
   }
 
-  int fd = 2;
+  const int stderr_fd = StderrForReports();
+  int fd = stderr_fd;
   // "%p" in the path becomes the process id: a program's children report to files of their own.
   std::string path = state.options.output;
   for (size_t at; (at = path.find("%p")) != std::string::npos;) {
@@ -384,9 +394,12 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     const int mode = reports_written == 0 ? O_TRUNC : O_APPEND;
     fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | mode, 0644);
     if (fd < 0) {
-      std::fprintf(stderr, "stackwalk-leakcheck: cannot write %s; the report follows here\n",
-                   path.c_str());
-      fd = 2;
+      const std::string complaint =
+          "stackwalk-leakcheck: cannot write " + path + "; the report follows here\n";
+      fd = stderr_fd;
+      if (write(fd, complaint.data(), complaint.size()) < 0) {
+        // Nowhere to say it; the report is tried all the same.
+      }
     }
   }
   for (size_t done = 0; done < text.size();) {
@@ -394,7 +407,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     if (wrote <= 0) break;
     done += static_cast<size_t>(wrote);
   }
-  if (fd != 2) close(fd);
+  if (fd != stderr_fd) close(fd);
   ++reports_written;
   return totals;
 }

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "leakcheck/recording.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/state.h"
 
 namespace stackwalk::leakcheck {
@@ -81,6 +82,7 @@ bool LaunchReporter() {
 void AfterForkChild() {
   AfterForkParent();
   ForgetThreadAfterFork();
+  KeepReportDestination();  // the child reports its own blocks, as itself
   // The reporter thread was not copied: the child gets its own.
   if (g_reporter_running.load()) LaunchReporter();
 }
@@ -114,6 +116,9 @@ void StopSignalReports() {
 void ReportAtExit() {
   State& s = GlobalState();
   if (!s.configured.load() || !s.active.load() || !s.options.report_at_exit) return;
+  // Once: exit handlers and _exit can both get here (a handler that calls _exit, the exitcode).
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true)) return;
   ReentryGuard own;  // the report's memory is not the program's
   using Freeres = void (*)();
   if (auto gnu = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"))) gnu();

@@ -14,8 +14,9 @@ bool StartSignalReports(int signo);
 // Puts the previous handler back and ends the thread.
 void StopSignalReports();
 
-// At exit: gives glibc's and libstdc++'s internal pools back (as valgrind does), writes the
-// report if configured to, and exits with the configured code if there were leaks.
+// At exit (exit(), or _exit and _Exit, which skip the exit handlers): gives glibc's and
+// libstdc++'s internal pools back (as valgrind does), writes the report if configured to, and
+// exits with the configured code if there were leaks. Once per process.
 void ReportAtExit();
 
 }  // namespace stackwalk::leakcheck

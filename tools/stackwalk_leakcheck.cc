@@ -7,6 +7,9 @@
 //                       [--unreachable-only] [--] PROGRAM [ARGS...]
 //
 // The program's exit status is passed through, unless --exitcode N is given and leaks are found.
+// Exit statuses of its own: 2 for a bad command line, 126 for a program the preload cannot reach
+// (statically linked, set-user-ID or set-group-ID of another owner, file capabilities), 127 for
+// one that cannot be run.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +18,7 @@
 #include <string>
 
 #include "leakcheck/options.h"
+#include "leakcheck/preload_reach.h"
 
 #ifndef STACKWALK_INSTALL_LIBDIR
 #define STACKWALK_INSTALL_LIBDIR "lib"
@@ -23,6 +27,9 @@
 namespace {
 
 constexpr char kLibraryName[] = "libstackwalk_leakcheck.so";
+// Exit status for a program the checker cannot reach (static, set-ID, file capabilities): found,
+// but not run, as a shell says 126 for a command it cannot execute.
+constexpr int kCannotCheck = 126;
 
 int Usage(const char* complaint) {
   if (complaint != nullptr) std::fprintf(stderr, "stackwalk-leakcheck: %s\n", complaint);
@@ -137,6 +144,12 @@ int main(int argc, char** argv) {
   int problems = 0;
   if (!options.empty()) stackwalk::leakcheck::ParseOptions(options.c_str() + 1, &problems);
   if (problems != 0) return Usage("an option's value was refused");
+
+  // A program no preload reaches would run unchecked: refused, with the reason.
+  if (std::string why = stackwalk::leakcheck::WhyPreloadCannotReach(argv[i]); !why.empty()) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot check %s: %s\n", argv[i], why.c_str());
+    return kCannotCheck;
+  }
 
   std::string library = FindLibrary();
   if (library.empty()) {

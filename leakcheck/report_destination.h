@@ -1,0 +1,27 @@
+// Where a report goes, and which process writes it. The program owns descriptors 0-2 and may
+// close or reuse them (coreutils close stderr at exit; a daemon reopens fd 2 on a data file), so
+// the checker keeps a duplicate of the stderr it started with, above the descriptors programs
+// use and closed on exec; reports to stderr go there.
+#ifndef STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_
+#define STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_
+
+#include <sys/types.h>
+
+namespace stackwalk::leakcheck {
+
+// Takes the duplicate of fd 2 and notes this process as the one that reports. Call at start-up
+// (the preload's constructor, the in-process Start) and in a forked child, which keeps the
+// inherited duplicate and notes its own pid. Async-signal-safe (fcntl, getpid).
+void KeepReportDestination();
+
+// The descriptor for reports to stderr: the kept duplicate, or 2 where none could be taken (fd 2
+// was closed before the checker started).
+int StderrForReports();
+
+// The process KeepReportDestination() last ran in. A vfork child shares the parent's memory but
+// not its pid: it must not write the parent's report.
+pid_t ReportingProcess();
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_
