@@ -276,6 +276,10 @@ struct Query {
   std::vector<stackwalk::SymbolizedFrame> expected;
 };
 
+// The last query's PC as a one-frame trace from a signal context, and its text.
+std::vector<stackwalk::SymbolizedFrame> g_expected_trace;
+std::string g_expected_text;
+
 bool SameFrames(const std::vector<stackwalk::SymbolizedFrame>& a,
                 const std::vector<stackwalk::SymbolizedFrame>& b) {
   if (a.size() != b.size()) return false;
@@ -345,6 +349,23 @@ void RunScenario(const std::vector<Query>& queries, RunResult* r) {
                     "SymbolizeFile(0x%llx): %zu frames, %s at %s:%d",
                     static_cast<unsigned long long>(q.address), frames->size(),
                     f.function.c_str(), f.file.c_str(), f.line);
+    }
+  }
+  void* pc = reinterpret_cast<void*>(queries.back().address);
+  std::vector<stackwalk::SymbolizedFrame> trace = symbolizer->SymbolizeTrace(&pc, 1, true);
+  if (trace.empty()) {
+    ++r->errors;  // documented: memory ran out
+  } else if (!SameFrames(trace, g_expected_trace)) {
+    if (++r->wrong == 1) std::snprintf(r->first_wrong, sizeof(r->first_wrong), "SymbolizeTrace");
+  } else {
+    ++r->correct;
+    std::string text = stackwalk::FormatFrames(trace);
+    if (text.empty()) {
+      ++r->errors;  // documented: memory ran out
+    } else if (text == g_expected_text) {
+      ++r->correct;
+    } else if (++r->wrong == 1) {
+      std::snprintf(r->first_wrong, sizeof(r->first_wrong), "FormatFrames: %s", text.c_str());
     }
   }
   delete symbolizer;
@@ -493,6 +514,11 @@ TEST(SymbolizerAllocFail, EveryAllocationFailingGivesACleanErrorOrTheRightAnswer
     }
     ASSERT_EQ(queries.size(), 3u) << "no address with two inlined frames";
     ASSERT_EQ(queries[2].expected.size(), 3u);
+    void* pc = reinterpret_cast<void*>(queries.back().address);
+    g_expected_trace = reference.SymbolizeTrace(&pc, 1, true);
+    ASSERT_EQ(g_expected_trace.size(), 3u);
+    g_expected_text = stackwalk::FormatFrames(g_expected_trace);
+    ASSERT_NE(g_expected_text.find("Square (inlined) at "), std::string::npos) << g_expected_text;
   }
 
   if (const char* only = getenv("SYMBOLIZER_ALLOC_FAIL_ONLY")) {
@@ -507,7 +533,7 @@ TEST(SymbolizerAllocFail, EveryAllocationFailingGivesACleanErrorOrTheRightAnswer
   RunResult clean;
   int status = 0, owner = kOther;
   ASSERT_EQ(RunChild(queries, 0, &clean, &owner, &status), Ending::kReturned) << status;
-  ASSERT_EQ(clean.correct, 3) << clean.first_wrong;
+  ASSERT_EQ(clean.correct, 5) << clean.first_wrong;  // 3 queries, the trace and its text
   ASSERT_EQ(clean.live, 0) << "leaked without failures; first from " << clean.leak_caller;
   const long total = clean.allocations;
 

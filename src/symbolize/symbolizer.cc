@@ -13,7 +13,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/module_map.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
@@ -213,18 +212,28 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
   }
 }
 
+// The formatters build their text with std::string only: an exception cannot unwind through
+// abseil's str_format (std::terminate, found by the allocation-failure sweep).
+namespace {
+std::string HexNumber(uint64_t v, int width = 0) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
+  return buf;
+}
+}  // namespace
+
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
   std::string out;
   for (const SymbolizedFrame& f : frames) {
-    absl::StrAppendFormat(&out, "#%d 0x%016x", f.index, f.pc);
-    if (!f.function.empty()) absl::StrAppend(&out, " in ", f.function);
-    if (f.inlined) absl::StrAppend(&out, " (inlined)");
+    out += "#" + std::to_string(f.index) + " " + HexNumber(f.pc, 16);
+    if (!f.function.empty()) out += " in " + f.function;
+    if (f.inlined) out += " (inlined)";
     if (!f.file.empty()) {
-      absl::StrAppend(&out, " at ", f.file);
-      if (f.line > 0) absl::StrAppend(&out, ":", f.line);
-      if (f.column > 0) absl::StrAppend(&out, ":", f.column);
+      out += " at " + f.file;
+      if (f.line > 0) out += ":" + std::to_string(f.line);
+      if (f.column > 0) out += ":" + std::to_string(f.column);
     }
-    if (!f.module.empty()) absl::StrAppendFormat(&out, " (%s+0x%x)", Basename(f.module), f.module_offset);
+    if (!f.module.empty()) out += " (" + Basename(f.module) + "+" + HexNumber(f.module_offset) + ")";
     out += '\n';
   }
   return out;
@@ -236,11 +245,12 @@ std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) try {
   std::string out = "[";
   for (size_t i = 0; i < frames.size(); ++i) {
     const SymbolizedFrame& f = frames[i];
-    absl::StrAppendFormat(&out,
-                          "%s{\"index\":%d,\"pc\":\"0x%x\",\"function\":%s,\"file\":%s,\"line\":%d,"
-                          "\"column\":%d,\"inlined\":%s,\"module\":%s,\"module_offset\":\"0x%x\"}",
-                          i ? "," : "", f.index, f.pc, JsonString(f.function), JsonString(f.file), f.line,
-                          f.column, f.inlined ? "true" : "false", JsonString(f.module), f.module_offset);
+    if (i != 0) out += ",";
+    out += "{\"index\":" + std::to_string(f.index) + ",\"pc\":\"" + HexNumber(f.pc) +
+           "\",\"function\":" + JsonString(f.function) + ",\"file\":" + JsonString(f.file) +
+           ",\"line\":" + std::to_string(f.line) + ",\"column\":" + std::to_string(f.column) +
+           ",\"inlined\":" + (f.inlined ? "true" : "false") + ",\"module\":" + JsonString(f.module) +
+           ",\"module_offset\":\"" + HexNumber(f.module_offset) + "\"}";
   }
   return out + "]";
 } catch (const std::bad_alloc&) {
