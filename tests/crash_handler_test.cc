@@ -382,8 +382,13 @@ std::map<std::string, LoadedObject> LoadedObjects() {
   return objects;
 }
 
+// A function's link-time address (without the Thumb bit of an arm32 function pointer).
 uint64_t LinkAddress(const void* function, uint64_t bias) {
-  return reinterpret_cast<uintptr_t>(function) - bias;
+  uintptr_t address = reinterpret_cast<uintptr_t>(function);
+#if defined(__arm__)
+  address &= ~uintptr_t{1};
+#endif
+  return address - bias;
 }
 
 // Every frame: its module printed once in the module list; the list holds nothing else.
