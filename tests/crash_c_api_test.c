@@ -2,7 +2,8 @@
  *
  * Without arguments (ctest, every target): the refusals, install and uninstall, then a child that
  * installs the handler on a pipe and dereferences NULL; its report must name the fault and its
- * callers with this program's full path. Exits non-zero on failure.
+ * callers with this program's full path, and the handler must not allocate (malloc, calloc,
+ * realloc and free are interposed). Exits non-zero on failure.
  * With "crash" (crash_handler_test's round trip through stackwalk-symbolize, native): prints the
  * source lines of the fault and of the call in its caller to stdout, installs the handler on
  * stderr and crashes. Built -O0 -g so that the statement after the call is on another line. */
@@ -28,6 +29,39 @@ static int failures;
 
 volatile int *volatile crash_c_null;
 volatile int crash_c_side;
+
+/* The handler must not allocate: once the child is about to crash, every malloc, calloc,
+ * realloc or free writes a line into the report (write(2) only) and is then served by glibc. */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void __libc_free(void *);
+static volatile int forbid_allocation;
+static int report_fd = -1;
+static void Allocated(const char *what) {
+  if (!forbid_allocation) return;
+  static const char kLine[] = "\nALLOCATION IN THE HANDLER: ";
+  ssize_t ignored = write(report_fd, kLine, sizeof(kLine) - 1);
+  ignored = write(report_fd, what, strlen(what));
+  ignored = write(report_fd, "\n", 1);
+  (void)ignored;
+}
+void *malloc(size_t size) {
+  Allocated("malloc");
+  return __libc_malloc(size);
+}
+void *calloc(size_t n, size_t size) {
+  Allocated("calloc");
+  return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t size) {
+  Allocated("realloc");
+  return __libc_realloc(p, size);
+}
+void free(void *p) {
+  if (p != NULL) Allocated("free");
+  __libc_free(p);
+}
 
 static const int kFaultLine = __LINE__ + 2;
 __attribute__((noinline)) void crash_c_leaf(volatile int *p) {
@@ -86,6 +120,8 @@ static void CheckReportOfChild(void) {
   if (pid == 0) {
     close(fds[0]);
     if (stackwalk_install_crash_handler(fds[1]) != 0) _exit(100);
+    report_fd = fds[1];
+    forbid_allocation = 1;
     crash_c_caller(crash_c_null);
     _exit(101);
   }
@@ -120,6 +156,7 @@ static void CheckReportOfChild(void) {
   snprintf(expected, sizeof(expected), "\n*** module %s build-id ", exe);
   CHECK(strstr(report, expected) != NULL);
   CHECK(strstr(report, "\n*** end of report\n") != NULL);
+  CHECK(strstr(report, "ALLOCATION IN THE HANDLER") == NULL);
   if (failures != 0) fprintf(stderr, "the report:\n%s\n", report);
 }
 

@@ -157,7 +157,7 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   int n = stackwalk_backtrace_from_context(ucontext, pcs, g_state.max_frames,
                                            static_cast<stackwalk_method>(g_state.method));
   if (n < 0) {
-    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n").Flush();
+    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n*** end of report\n").Flush();
     return;
   }
   w.Text(kFramesLegend).Flush();
