@@ -1,21 +1,39 @@
-// crash_handler.h — print a symbolized backtrace when the process crashes.
+// crash_handler.h — write a backtrace that can be symbolized later when the process crashes.
 //
 // Example, early in main():
 //
 //   stackwalk::CrashHandlerOptions options;
 //   options.path = "/var/log/myapp-crash.txt";  // or options.fd (default: stderr)
-//   stackwalk::InstallCrashHandler(options);
+//   if (int err = stackwalk::InstallCrashHandler(options); err != 0) { /* -err is an errno */ }
+//
+// From C, crash_handler_c.h: stackwalk_install_crash_handler(fd).
 //
 // On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT or SIGTRAP the handler, on an alternate stack,
-// writes the signal, its code and fault address, the thread id and name, and the frames
-// unwound from the signal's ucontext_t, named from the symbol tables:
+// writes a report (lines starting "***" say what the others are):
 //
-//   *** stackwalk: SIGSEGV (Segmentation fault), code 1 (SEGV_MAPERR), fault address 0x10
+//   *** stackwalk: SIGSEGV (Segmentation fault), code 1 (SEGV_MAPERR), fault address 0x0
 //   *** pid 4242, thread 4242 (demo)
-//   #0 0x000055d0c0a01480 in geo::ReadCell()+0x10 (/usr/bin/demo+0x1480)
+//   *** frames: #N, pc (the interrupted PC) or ra (a return address), the address, the function
+//   ***   from the symbol tables + offset, MODULE+OFFSET (the object's path and link-time address).
+//   ***   For ra, both offsets are of the call (ra - 1). No file:line here; they come from:
+//   ***   grep -oE '[^ ]+\+0x[0-9a-f]+$' REPORT | xargs stackwalk-symbolize --inlines
+//   #0 pc 0x000055d0c0a01480 in geo::ReadCell()+0x10 /usr/bin/demo+0x1480
+//   #1 ra 0x000055d0c0a01573 in main+0x22 /usr/bin/demo+0x1572
+//   #2 ra 0x00007f1e8a229d90 in __libc_start_call_main+0x7f /usr/lib/x86_64-linux-gnu/libc.so.6+0x29d8f
 //   ...
+//   *** modules: path, build-id (hex; "none" if it has none, "?" if unreadable), load bias
+//   *** module /usr/bin/demo build-id 5f0c6a0c3e1d2b9f... bias 0x55d0c0a00000
+//   *** module /usr/lib/x86_64-linux-gnu/libc.so.6 build-id 8b1b... bias 0x7f1e8a200000
+//   *** end of report
 //
-// Then it hands the signal to the handler installed before it, or re-raises it with the
+// Functions are named from the ELF symbol tables (and separate debug files found by build-id),
+// demangled where abseil's demangler was built in; file:line and inline frames need DWARF, which
+// the handler does not read (not signal-safe): the MODULE+OFFSET tokens are exactly what
+// `stackwalk-symbolize MODULE+OFFSET...` takes, on this machine or on one with the same files
+// (compare the build-ids). A frame outside any known object prints its address only. Paths
+// containing spaces break the one-line command above (not the report).
+//
+// Then the handler hands the signal to the handler installed before it, or re-raises it with the
 // default action, so exit status and core dumps stay as they were. A crash in several threads
 // at once gets one report; a crash inside the handler itself goes straight to the default
 // action.
@@ -23,21 +41,30 @@
 #define STACKWALK_CRASH_HANDLER_H_
 
 #include "stackwalk/capture.h"
+#include "stackwalk/crash_handler_c.h"
 
 namespace stackwalk {
 
 struct CrashHandlerOptions {
   int fd = 2;                    // where the report goes (ignored when path is set)
   const char* path = nullptr;    // a file opened (append, create) at install time
-  int max_frames = 64;           // at most 256
-  Method method = Method::kAuto;
+  int max_frames = 64;           // 1 to kMaxCrashFrames
+  Method method = Method::kAuto; // one stackwalk_method_available() says this build has
   bool alternate_stack = true;   // give the installing thread an alternate signal stack
 };
 
+inline constexpr int kMaxCrashFrames = 256;
+
 // InstallCrashHandler()
 //
-// Installs the handlers. Returns 0, or -errno if the file could not be opened or a handler
-// could not be installed. Calling it again replaces the options.
+// Checks the options, then installs the handlers. Returns 0, or a negative errno and installs
+// nothing (a handler installed before keeps its options):
+//   -EINVAL  max_frames outside 1..kMaxCrashFrames, or a method this build or architecture
+//            lacks (stackwalk_method_available() == 0: kExidx off 32-bit ARM, a value that is
+//            no Method);
+//   -EBADF   no path, and fd is negative, not open, or open read-only;
+//   other    -errno of open(path), sigaltstack/mmap, or sigaction.
+// Calling it again replaces the options.
 //
 // Signal safety: NOT async-signal-safe (installs handlers, maps the alternate stack).
 int InstallCrashHandler(const CrashHandlerOptions& options = CrashHandlerOptions());
@@ -56,10 +83,5 @@ int PrepareThreadForCrashes();
 void UninstallCrashHandler();
 
 }  // namespace stackwalk
-
-extern "C" {
-// C entry point: InstallCrashHandler with the report written to `fd`. Returns 0 or -errno.
-int stackwalk_install_crash_handler(int fd);
-}
 
 #endif  // STACKWALK_CRASH_HANDLER_H_

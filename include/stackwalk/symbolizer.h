@@ -14,6 +14,12 @@
 //
 // Not async-signal-safe (reads files, allocates): crash handlers use crash_handler.h, which
 // names frames on a signal-safe path.
+//
+// Nothing here throws, std::bad_alloc included. When memory runs out (an allocation of ours,
+// abseil's or libdw's/libelf's fails), a call answers as its comment says (ResourceExhausted,
+// or an empty result) and forgets the object it was reading, which the next call opens afresh.
+// libdw itself does not survive every failed allocation: its internal allocator ends the
+// process with exit(1), and a failure inside its hash tables can crash it (elfutils 0.188).
 #ifndef STACKWALK_SYMBOLIZER_H_
 #define STACKWALK_SYMBOLIZER_H_
 
@@ -40,6 +46,7 @@ struct SymbolizedFrame {
 
 class Symbolizer {
  public:
+  // Never throws; without memory for its state, every call answers "out of memory".
   Symbolizer();
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
@@ -47,20 +54,20 @@ class Symbolizer {
 
   // Symbolize()
   //
-  // The frames at `pc` of this process, innermost (inlined) first: always at least one, with as
-  // much as is known (a missing debug file still gives the symbol table's name). A return
-  // address (every trace frame but an interrupted one) is looked up at pc - 1.
+  // The frames at `pc` of this process, innermost (inlined) first: at least one, with as much
+  // as is known (a missing debug file still gives the symbol table's name), or none if memory
+  // ran out. A return address (every trace frame but an interrupted one) is looked up at pc - 1.
   //
   // Thread safety: thread-safe. Signal safety: NOT async-signal-safe.
   std::vector<SymbolizedFrame> Symbolize(const void* pc, bool is_return_address);
 
-  // SymbolizeTrace(): every PC of a captured trace, grouped by object.
+  // SymbolizeTrace(): every PC of a captured trace, grouped by object; empty if memory ran out.
   // `first_is_interrupted` for traces from a signal context.
   std::vector<SymbolizedFrame> SymbolizeTrace(void* const* pcs, int n,
                                               bool first_is_interrupted = false);
 
-  // SymbolizeFile(): offline, a link-time address of an ELF file. Fails if the file cannot be
-  // read as ELF.
+  // SymbolizeFile(): offline, a link-time address of an ELF file. Fails with NotFound if the
+  // file cannot be read as ELF, ResourceExhausted if memory ran out.
   absl::StatusOr<std::vector<SymbolizedFrame>> SymbolizeFile(const std::string& path,
                                                              uint64_t address);
 
@@ -70,10 +77,10 @@ class Symbolizer {
 };
 
 // FormatFrames(): one line per frame, "#<index> 0x<pc> in <function> [(inlined)] at
-// <file>:<line>:<column> (<module>+0x<offset>)", unknown parts left out.
+// <file>:<line>:<column> (<module>+0x<offset>)", unknown parts left out; "" if memory ran out.
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames);
 
-// FormatFramesJson(): a JSON array of objects with the same fields.
+// FormatFramesJson(): a JSON array of objects with the same fields; "" if memory ran out.
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames);
 
 }  // namespace stackwalk

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/module_map.h"
 #include "crash/report_writer.h"
 #include "stackwalk/stackwalk.h"
 #include "symbolize/safe_symbolizer.h"
@@ -22,7 +23,6 @@ namespace {
 using internal::ReportWriter;
 
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
-constexpr int kMaxFrames = 256;
 constexpr size_t kAltStackSize = 128 * 1024;
 
 struct State {
@@ -73,6 +73,73 @@ const char* CodeName(int sig, int code) {
   }
 }
 
+// The objects the frames touched, each once, for the report's module list.
+struct ModuleList {
+  struct Entry {
+    uint64_t object_start;
+    uint64_t load_bias;
+    const char* path;
+    uint8_t build_id[internal::ElfImage::kMaxBuildIdSize];
+    int build_id_size;
+    bool build_id_known;
+  };
+  Entry entries[kMaxCrashFrames];
+  int count = 0;
+
+  void Add(const internal::SafeFrame& f) {
+    for (int i = 0; i < count; ++i) {
+      if (entries[i].object_start == f.object_start) return;
+    }
+    if (count == kMaxCrashFrames) return;
+    Entry& e = entries[count++];
+    e.object_start = f.object_start;
+    e.load_bias = f.load_bias;
+    e.path = f.module;
+    std::memcpy(e.build_id, f.build_id, sizeof(e.build_id));
+    e.build_id_size = f.build_id_size;
+    e.build_id_known = f.build_id_known;
+  }
+};
+
+ModuleList g_modules;  // too big for the alternate stack; one report per process at a time
+
+// What the frame lines hold, and the command that adds file:line (crash_handler.h).
+constexpr const char* kFramesLegend =
+    "*** frames: #N, pc (the interrupted PC) or ra (a return address), the address, the function\n"
+    "***   from the symbol tables + offset, MODULE+OFFSET (the object's path and link-time address).\n"
+    "***   For ra, both offsets are of the call (ra - 1). No file:line here; they come from:\n"
+    "***   grep -oE '[^ ]+\\+0x[0-9a-f]+$' REPORT | xargs stackwalk-symbolize --inlines\n";
+
+void WriteFrame(ReportWriter& w, int index, uint64_t pc, bool is_return_address,
+                const internal::SafeFrame& frame) {
+  w.Text("#").Dec(index).Text(is_return_address ? " ra " : " pc ").HexPadded(pc);
+  if (frame.function[0] != '\0') {
+    w.Text(" in ").Text(frame.function).Text("+").Hex(frame.function_offset);
+  }
+  if (frame.has_module) {
+    w.Text(" ").Text(frame.module).Text("+").Hex(frame.module_offset);
+  } else {
+    w.Text(" (in no known object)");
+  }
+  w.Text("\n").Flush();
+}
+
+void WriteModules(ReportWriter& w, const ModuleList& modules) {
+  w.Text("*** modules: path, build-id (hex; \"none\" if it has none, \"?\" if unreadable), load bias\n");
+  for (int i = 0; i < modules.count; ++i) {
+    const ModuleList::Entry& e = modules.entries[i];
+    w.Text("*** module ").Text(e.path).Text(" build-id ");
+    if (!e.build_id_known) {
+      w.Text("?");
+    } else if (e.build_id_size == 0) {
+      w.Text("none");
+    } else {
+      w.Bytes(e.build_id, e.build_id_size);
+    }
+    w.Text(" bias ").Hex(e.load_bias).Text("\n").Flush();
+  }
+}
+
 void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   ReportWriter w(g_state.fd);
   w.Text("*** stackwalk: ").Text(SignalName(sig)).Text(", code ").Dec(info->si_code);
@@ -86,30 +153,30 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   if (prctl(PR_GET_NAME, name) == 0 && name[0] != '\0') w.Text(" (").Text(name).Text(")");
   w.Text("\n").Flush();
 
-  void* pcs[kMaxFrames];
+  void* pcs[kMaxCrashFrames];
   int n = stackwalk_backtrace_from_context(ucontext, pcs, g_state.max_frames,
                                            static_cast<stackwalk_method>(g_state.method));
   if (n < 0) {
-    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n").Flush();
+    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n*** end of report\n").Flush();
     return;
   }
+  w.Text(kFramesLegend).Flush();
+  // Keeps the snapshot the module paths point into alive while another thread rebuilds it.
+  internal::ModuleMap::Reader hold(internal::ModuleMap::Global());
   internal::SafeSymbolizer& symbolizer = internal::SafeSymbolizer::Global();
+  ModuleList& modules = g_modules;
+  modules.count = 0;
   for (int i = 0; i < n; ++i) {
-    uint64_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    const uint64_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    const bool is_return_address = i != 0;
     internal::SafeFrame frame;
-    symbolizer.Describe(pc, i != 0, &frame);
-    w.Text("#").Dec(i).Text(" ").HexPadded(pc);
-    if (frame.function[0] != '\0') {
-      w.Text(" in ").Text(frame.function).Text("+").Hex(frame.function_offset);
-    }
-    if (frame.has_module) {
-      const char* base = std::strrchr(frame.module, '/');
-      w.Text(" (").Text(base != nullptr ? base + 1 : frame.module).Text("+").Hex(frame.module_offset)
-          .Text(")");
-    }
-    w.Text("\n").Flush();
+    symbolizer.Describe(pc, is_return_address, &frame);
+    WriteFrame(w, i, pc, is_return_address, frame);
+    if (frame.has_module) modules.Add(frame);
   }
   if (n == g_state.max_frames) w.Text("*** (more frames not shown)\n").Flush();
+  WriteModules(w, modules);
+  w.Text("*** end of report\n").Flush();
 }
 
 // Hands the signal on: to the handler installed before us, or to the default action.
@@ -167,39 +234,78 @@ int PrepareThreadForCrashes() {
   return 0;
 }
 
+namespace {
+
+// 0 if the options can work, else the negative errno InstallCrashHandler returns.
+int CheckOptions(const CrashHandlerOptions& options) {
+  if (options.max_frames < 1 || options.max_frames > kMaxCrashFrames) return -EINVAL;
+  if (stackwalk_method_available(static_cast<stackwalk_method>(options.method)) != 1) return -EINVAL;
+  if (options.path == nullptr) {
+    if (options.fd < 0) return -EBADF;
+    int flags = fcntl(options.fd, F_GETFL);
+    if (flags < 0) return -errno;  // EBADF: not open
+    if ((flags & O_ACCMODE) == O_RDONLY) return -EBADF;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int InstallCrashHandler(const CrashHandlerOptions& options) {
+  int err = CheckOptions(options);
+  if (err != 0) return err;
+  int fd = options.fd;
   if (options.path != nullptr) {
-    int fd = open(options.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fd = open(options.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return -errno;
-    if (g_state.owned_fd >= 0) close(g_state.owned_fd);
-    g_state.owned_fd = fd;
-    g_state.fd = fd;
-  } else {
-    g_state.fd = options.fd;
   }
-  g_state.max_frames = options.max_frames < 1 ? 1
-                       : options.max_frames > kMaxFrames ? kMaxFrames
-                                                         : options.max_frames;
-  g_state.method = static_cast<int>(options.method);
   if (options.alternate_stack) {
-    int err = PrepareThreadForCrashes();
-    if (err != 0) return err;
+    err = PrepareThreadForCrashes();
+    if (err != 0) {
+      if (options.path != nullptr) close(fd);
+      return err;
+    }
   }
+  const int method = static_cast<int>(options.method);
   // Warm what the handler will need: this thread's stack bounds and the module map.
   void* warm[4];
-  stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(g_state.method));
+  stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(method));
   stackwalk_refresh_modules();
   // Its first use constructs it and registers its destructor (a lock, maybe calloc): not in a handler.
   internal::SafeSymbolizer::Global();
-  if (g_state.installed) return 0;
-  for (int sig : kSignals) {
+  if (!g_state.installed) {
+    struct sigaction previous[sizeof(kSignals) / sizeof(kSignals[0])];
     struct sigaction sa {};
     sa.sa_sigaction = OnFatalSignal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &g_state.previous[sig]) != 0) return -errno;
+    // The options first: a signal may arrive as soon as the first handler is in place.
+    const int old_fd = g_state.fd, old_max = g_state.max_frames, old_method = g_state.method;
+    g_state.fd = fd;
+    g_state.max_frames = options.max_frames;
+    g_state.method = method;
+    for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+      if (sigaction(kSignals[i], &sa, &previous[i]) != 0) {
+        err = -errno;
+        while (i-- > 0) sigaction(kSignals[i], &previous[i], nullptr);  // nothing stays installed
+        g_state.fd = old_fd;
+        g_state.max_frames = old_max;
+        g_state.method = old_method;
+        if (options.path != nullptr) close(fd);
+        return err;
+      }
+    }
+    for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+      g_state.previous[kSignals[i]] = previous[i];
+    }
+    g_state.installed = true;
+  } else {
+    g_state.fd = fd;
+    g_state.max_frames = options.max_frames;
+    g_state.method = method;
   }
-  g_state.installed = true;
+  if (g_state.owned_fd >= 0 && g_state.owned_fd != fd) close(g_state.owned_fd);
+  g_state.owned_fd = options.path != nullptr ? fd : -1;
   return 0;
 }
 
@@ -216,3 +322,9 @@ extern "C" int stackwalk_install_crash_handler(int fd) {
   options.fd = fd;
   return stackwalk::InstallCrashHandler(options);
 }
+
+extern "C" int stackwalk_prepare_thread_for_crashes(void) {
+  return stackwalk::PrepareThreadForCrashes();
+}
+
+extern "C" void stackwalk_uninstall_crash_handler(void) { stackwalk::UninstallCrashHandler(); }

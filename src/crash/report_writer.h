@@ -35,6 +35,15 @@ class ReportWriter {
   ReportWriter& Hex(uint64_t v) { return HexDigits(v, 1); }
   ReportWriter& HexPadded(uint64_t v) { return HexDigits(v, 2 * static_cast<int>(sizeof(void*))); }
 
+  // Two lowercase hex digits per byte, no prefix (how build-ids are written).
+  ReportWriter& Bytes(const uint8_t* bytes, int n) {
+    for (int i = 0; i < n; ++i) {
+      Put("0123456789abcdef"[bytes[i] >> 4]);
+      Put("0123456789abcdef"[bytes[i] & 15]);
+    }
+    return *this;
+  }
+
   ReportWriter& Flush() {
     size_t done = 0;
     while (done < used_) {

@@ -119,10 +119,24 @@ void SafeSymbolizer::Describe(uint64_t pc, bool is_return_address, SafeFrame* ou
 #endif
   }
   out->has_module = true;
-  out->module_offset = pc - load_bias;
+  out->module_offset = lookup - load_bias;
+  out->object_start = object_start;
+  out->load_bias = load_bias;
+  if (m != nullptr) {
+    std::memcpy(out->build_id, build_id, static_cast<size_t>(build_id_size));
+    out->build_id_size = build_id_size;
+    out->build_id_known = true;
+  }
   bool is_debug_file = false;
   ElfImage* image = ImageFor(object_start, out->module, build_id, build_id_size, in_memory,
                              memory_size, &is_debug_file);
+  if (!out->build_id_known && image != nullptr && !is_debug_file) {
+    // An object loaded since the snapshot: its file's note.
+    out->build_id_size = image->build_id_size() < ElfImage::kMaxBuildIdSize
+                             ? image->build_id_size() : ElfImage::kMaxBuildIdSize;
+    std::memcpy(out->build_id, image->build_id(), static_cast<size_t>(out->build_id_size));
+    out->build_id_known = true;
+  }
   SymbolHit hit;
   ElfImage own;
   if (image == nullptr || !image->Lookup(lookup - load_bias, &hit)) {
@@ -138,7 +152,7 @@ void SafeSymbolizer::Describe(uint64_t pc, bool is_return_address, SafeFrame* ou
   // version; no C++ name contains '@'.
   char* at = std::strchr(out->function, '@');
   if (at != nullptr) *at = '\0';
-  out->function_offset = lookup - load_bias - hit.value + (is_return_address ? 1 : 0);
+  out->function_offset = lookup - load_bias - hit.value;
 }
 
 }  // namespace stackwalk::internal

@@ -10,11 +10,20 @@
 
 namespace stackwalk::internal {
 
+// What the symbol tables say of one PC. Offsets are of the address looked up: the PC itself,
+// or pc - 1 (inside the call) for a return address.
 struct SafeFrame {
   char function[512] = {};     // demangled; empty if unknown
   uint64_t function_offset = 0;
-  const char* module = "";     // path as the loader knows it; "" if unknown
-  uint64_t module_offset = 0;  // pc - load bias
+  const char* module = "";     // full path (the main executable's from /proc/self/exe; "[vdso]");
+                               // "" if unknown. Lives while the module map snapshot does (hold a
+                               // ModuleMap::Reader) or, for objects loaded since, until dlclose.
+  uint64_t module_offset = 0;  // looked-up address - load bias: the link-time address
+  uint64_t object_start = 0;   // the object's lowest mapped address: tells objects apart
+  uint64_t load_bias = 0;
+  uint8_t build_id[ElfImage::kMaxBuildIdSize] = {};
+  int build_id_size = 0;       // 0: none known (see build_id_known)
+  bool build_id_known = false; // false if neither the module map nor the file could say
   bool has_module = false;
 };
 
@@ -25,7 +34,7 @@ class SafeSymbolizer {
   static SafeSymbolizer& Global();
 
   // Fills `out` for `pc`; a return address (every frame but an interrupted one) is looked up
-  // at pc - 1. Signal safety: async-signal-safe (opens and maps files on first use of an
+  // at pc - 1, and out's offsets are those of pc - 1. Signal safety: async-signal-safe (opens and maps files on first use of an
   // object, then reuses them), but not reentrant: callers serialize.
   void Describe(uint64_t pc, bool is_return_address, SafeFrame* out);
 

@@ -1,5 +1,6 @@
 #include "stackwalk/symbolizer.h"
 
+#include <errno.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -8,10 +9,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/module_map.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
@@ -38,6 +39,26 @@ std::string ExecutablePath() {
 
 using Object = internal::ObjectFile;
 
+namespace {
+
+// The error of a call that ran out of memory. Its message needs memory too: without, the code
+// alone.
+absl::Status OutOfMemory(const std::string& what) {
+  try {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory while symbolizing ", what));
+  } catch (const std::bad_alloc&) {
+    return absl::Status(absl::StatusCode::kResourceExhausted, "");
+  }
+}
+
+}  // namespace
+
+// Running out of memory. Our code and abseil throw std::bad_alloc; libdw and libelf return
+// failure from the call that could not allocate (a missing line, a unit not found) and leave
+// errno at ENOMEM, as malloc sets it; libdw even remembers some of those failures (a line table
+// that failed to load stays failed). So each lookup starts with errno = 0, and one that ends
+// with either sign of a failed allocation answers ResourceExhausted and drops the object from
+// the cache: the next lookup opens it afresh.
 struct Symbolizer::Impl {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Object>> objects;  // by path
@@ -50,6 +71,27 @@ struct Symbolizer::Impl {
       it = objects.emplace(path, std::move(object)).first;
     }
     return it->second.get();
+  }
+
+  // The frames of `path` at link-time `address` into *out, or ResourceExhausted. Also says
+  // whether the object could be read at all (*readable).
+  absl::Status LookupIn(const std::string& path, uint64_t address, std::vector<SymbolizedFrame>* out,
+                        bool* readable) {
+    bool out_of_memory = false;
+    errno = 0;
+    try {
+      Object* object = ObjectFor(path);
+      *readable = object->dwarf || object->has_symbols || object->has_mini;
+      *out = Lookup(object, address);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
+    }
+    if (out_of_memory || errno == ENOMEM) {
+      objects.erase(path);  // frees; allocates nothing
+      out->clear();
+      return OutOfMemory(path);
+    }
+    return absl::OkStatus();
   }
 
   // Frames at a link-time address: DWARF, with the symbol table's name where DWARF has none.
@@ -82,103 +124,137 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
+Symbolizer::Symbolizer() : impl_(new (std::nothrow) Impl) {}
 Symbolizer::~Symbolizer() = default;
 
 std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_return_address) {
-  const uint64_t address = reinterpret_cast<uintptr_t>(pc);
-  const uint64_t lookup = is_return_address ? address - 1 : address;
-  internal::ModuleMap& map = internal::ModuleMap::Global();
-  std::string path;
-  uint64_t bias = 0;
-  for (int attempt = 0; attempt < 2 && path.empty(); ++attempt) {
-    {
-      internal::ModuleMap::Reader reader(map);
-      const internal::Module* m =
-          reader.snapshot() != nullptr ? reader.snapshot()->Find(lookup) : nullptr;
-      if (m != nullptr && !m->is_vdso) {
-        path = m->path[0] != '\0' ? std::string(m->path) : ExecutablePath();
-        bias = m->load_bias;
+  if (impl_ == nullptr) return {};
+  try {
+    const uint64_t address = reinterpret_cast<uintptr_t>(pc);
+    const uint64_t lookup = is_return_address ? address - 1 : address;
+    internal::ModuleMap& map = internal::ModuleMap::Global();
+    std::string path;
+    uint64_t bias = 0;
+    for (int attempt = 0; attempt < 2 && path.empty(); ++attempt) {
+      {
+        internal::ModuleMap::Reader reader(map);
+        const internal::Module* m =
+            reader.snapshot() != nullptr ? reader.snapshot()->Find(lookup) : nullptr;
+        if (m != nullptr && !m->is_vdso) {
+          path = m->path[0] != '\0' ? std::string(m->path) : ExecutablePath();
+          bias = m->load_bias;
+        }
       }
+      if (path.empty() && !map.RefreshIfChanged()) break;  // a miss: maybe newly loaded
     }
-    if (path.empty() && !map.RefreshIfChanged()) break;  // a miss: maybe newly loaded
+    internal::UnloadedModule unloaded;
+    if (path.empty() && map.FindUnloaded(lookup, &unloaded)) {  // dlclose'd since the capture
+      path = unloaded.path;
+      bias = unloaded.load_bias;
+    }
+    std::vector<SymbolizedFrame> frames;
+    if (path.empty()) {
+      frames.emplace_back();
+    } else {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      bool readable = false;
+      if (!impl_->LookupIn(path, lookup - bias, &frames, &readable).ok()) return {};
+    }
+    for (SymbolizedFrame& f : frames) {
+      f.pc = address;
+      f.module = path;
+      f.module_offset = address - bias;
+    }
+    return frames;
+  } catch (const std::bad_alloc&) {
+    return {};
   }
-  internal::UnloadedModule unloaded;
-  if (path.empty() && map.FindUnloaded(lookup, &unloaded)) {  // dlclose'd since the capture
-    path = unloaded.path;
-    bias = unloaded.load_bias;
-  }
-  std::vector<SymbolizedFrame> frames;
-  if (path.empty()) {
-    frames.emplace_back();
-  } else {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    frames = impl_->Lookup(impl_->ObjectFor(path), lookup - bias);
-  }
-  for (SymbolizedFrame& f : frames) {
-    f.pc = address;
-    f.module = path;
-    f.module_offset = address - bias;
-  }
-  return frames;
 }
 
 std::vector<SymbolizedFrame> Symbolizer::SymbolizeTrace(void* const* pcs, int n,
                                                         bool first_is_interrupted) {
-  std::vector<SymbolizedFrame> all;
-  for (int i = 0; i < n; ++i) {
-    for (SymbolizedFrame& f : Symbolize(pcs[i], !(i == 0 && first_is_interrupted))) {
-      f.index = i;
-      all.push_back(std::move(f));
+  try {
+    std::vector<SymbolizedFrame> all;
+    for (int i = 0; i < n; ++i) {
+      std::vector<SymbolizedFrame> frames = Symbolize(pcs[i], !(i == 0 && first_is_interrupted));
+      if (frames.empty()) return {};  // out of memory
+      for (SymbolizedFrame& f : frames) {
+        f.index = i;
+        all.push_back(std::move(f));
+      }
     }
+    return all;
+  } catch (const std::bad_alloc&) {
+    return {};
   }
-  return all;
 }
 
 absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std::string& path,
                                                                        uint64_t address) {
+  if (impl_ == nullptr) return OutOfMemory(path);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  Object* object = impl_->ObjectFor(path);
-  if (!object->dwarf && !object->has_symbols && !object->has_mini) {
-    return absl::NotFoundError(absl::StrCat(path, ": not a readable ELF file of this class"));
+  std::vector<SymbolizedFrame> frames;
+  bool readable = false;
+  absl::Status status = impl_->LookupIn(path, address, &frames, &readable);
+  if (!status.ok()) return status;
+  try {
+    if (!readable) {
+      return absl::NotFoundError(absl::StrCat(path, ": not a readable ELF file of this class"));
+    }
+    for (SymbolizedFrame& f : frames) {
+      f.pc = address;
+      f.module = path;
+      f.module_offset = address;
+    }
+    return frames;
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(path);
   }
-  std::vector<SymbolizedFrame> frames = impl_->Lookup(object, address);
-  for (SymbolizedFrame& f : frames) {
-    f.pc = address;
-    f.module = path;
-    f.module_offset = address;
-  }
-  return frames;
 }
 
-std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) {
+// The formatters build their text with std::string only: an exception cannot unwind through
+// abseil's str_format (std::terminate, found by the allocation-failure sweep).
+namespace {
+std::string HexNumber(uint64_t v, int width = 0) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
+  return buf;
+}
+}  // namespace
+
+std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
   std::string out;
   for (const SymbolizedFrame& f : frames) {
-    absl::StrAppendFormat(&out, "#%d 0x%016x", f.index, f.pc);
-    if (!f.function.empty()) absl::StrAppend(&out, " in ", f.function);
-    if (f.inlined) absl::StrAppend(&out, " (inlined)");
+    out += "#" + std::to_string(f.index) + " " + HexNumber(f.pc, 16);
+    if (!f.function.empty()) out += " in " + f.function;
+    if (f.inlined) out += " (inlined)";
     if (!f.file.empty()) {
-      absl::StrAppend(&out, " at ", f.file);
-      if (f.line > 0) absl::StrAppend(&out, ":", f.line);
-      if (f.column > 0) absl::StrAppend(&out, ":", f.column);
+      out += " at " + f.file;
+      if (f.line > 0) out += ":" + std::to_string(f.line);
+      if (f.column > 0) out += ":" + std::to_string(f.column);
     }
-    if (!f.module.empty()) absl::StrAppendFormat(&out, " (%s+0x%x)", Basename(f.module), f.module_offset);
+    if (!f.module.empty()) out += " (" + Basename(f.module) + "+" + HexNumber(f.module_offset) + ")";
     out += '\n';
   }
   return out;
+} catch (const std::bad_alloc&) {
+  return std::string();
 }
 
-std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) {
+std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) try {
   std::string out = "[";
   for (size_t i = 0; i < frames.size(); ++i) {
     const SymbolizedFrame& f = frames[i];
-    absl::StrAppendFormat(&out,
-                          "%s{\"index\":%d,\"pc\":\"0x%x\",\"function\":%s,\"file\":%s,\"line\":%d,"
-                          "\"column\":%d,\"inlined\":%s,\"module\":%s,\"module_offset\":\"0x%x\"}",
-                          i ? "," : "", f.index, f.pc, JsonString(f.function), JsonString(f.file), f.line,
-                          f.column, f.inlined ? "true" : "false", JsonString(f.module), f.module_offset);
+    if (i != 0) out += ",";
+    out += "{\"index\":" + std::to_string(f.index) + ",\"pc\":\"" + HexNumber(f.pc) +
+           "\",\"function\":" + JsonString(f.function) + ",\"file\":" + JsonString(f.file) +
+           ",\"line\":" + std::to_string(f.line) + ",\"column\":" + std::to_string(f.column) +
+           ",\"inlined\":" + (f.inlined ? "true" : "false") + ",\"module\":" + JsonString(f.module) +
+           ",\"module_offset\":\"" + HexNumber(f.module_offset) + "\"}";
   }
   return out + "]";
+} catch (const std::bad_alloc&) {
+  return std::string();
 }
 
 }  // namespace stackwalk

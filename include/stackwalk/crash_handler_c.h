@@ -1,0 +1,48 @@
+/*
+ * crash_handler_c.h — the crash handler's C entry points (valid C99 and C++; crash_handler.h, the
+ * C++ API, includes it). What a report contains is described in crash_handler.h.
+ *
+ * Example, early in main():
+ *
+ *   int err = stackwalk_install_crash_handler(2);   // reports to stderr
+ *   if (err != 0) fprintf(stderr, "no crash handler: %s\n", strerror(-err));
+ */
+#ifndef STACKWALK_CRASH_HANDLER_C_H_
+#define STACKWALK_CRASH_HANDLER_C_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* stackwalk_install_crash_handler()
+ *
+ * Installs the crash handler with the default options (crash_handler.h: up to 64 frames, the
+ * STACKWALK_AUTO method, an alternate signal stack for the calling thread), the report written
+ * to `fd`. Returns 0, or a negative errno and installs nothing:
+ *   -EBADF   `fd` is negative, not open, or open read-only;
+ *   other    -errno of sigaltstack/mmap/sigaction.
+ * Calling it again replaces the options.
+ *
+ * Signal safety: NOT async-signal-safe (installs handlers, maps the alternate stack). */
+int stackwalk_install_crash_handler(int fd);
+
+/* stackwalk_prepare_thread_for_crashes()
+ *
+ * Gives the calling thread an alternate signal stack, so that a stack overflow in it can be
+ * reported too. Returns 0 or a negative errno.
+ *
+ * Signal safety: NOT async-signal-safe. */
+int stackwalk_prepare_thread_for_crashes(void);
+
+/* stackwalk_uninstall_crash_handler()
+ *
+ * Restores the signal handlers that were installed before stackwalk's.
+ *
+ * Signal safety: NOT async-signal-safe. */
+void stackwalk_uninstall_crash_handler(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* STACKWALK_CRASH_HANDLER_C_H_ */
