@@ -31,13 +31,15 @@ volatile int *volatile crash_c_null;
 volatile int crash_c_side;
 
 /* The handler must not allocate: once the child is about to crash, every malloc, calloc,
- * realloc or free writes a line into the report (write(2) only) and is then served by glibc. */
+ * realloc or free writes a line into the report (write(2) only) and is then served by glibc.
+ * Not in sanitizer builds, whose runtime owns malloc (and allocates in its own signal hooks). */
+static volatile int forbid_allocation;
+static int report_fd = -1;
+#if !defined(STACKWALK_SANITIZE_BUILD)
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
 void *__libc_realloc(void *, size_t);
 void __libc_free(void *);
-static volatile int forbid_allocation;
-static int report_fd = -1;
 static void Allocated(const char *what) {
   if (!forbid_allocation) return;
   static const char kLine[] = "\nALLOCATION IN THE HANDLER: ";
@@ -62,9 +64,10 @@ void free(void *p) {
   if (p != NULL) Allocated("free");
   __libc_free(p);
 }
+#endif
 
 static const int kFaultLine = __LINE__ + 2;
-__attribute__((noinline)) void crash_c_leaf(volatile int *p) {
+__attribute__((noinline, no_sanitize("undefined"))) void crash_c_leaf(volatile int *p) {
   crash_c_side = *p; /* the fault */
 }
 
