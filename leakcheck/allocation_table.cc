@@ -48,21 +48,9 @@ uint64_t AllocationTable::live_bytes() const {
   return bytes;
 }
 
-void AllocationTable::SamplePeak() {
-  const uint64_t live = live_bytes();
-  uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
-}
-
-uint64_t AllocationTable::peak_bytes() const {
-  const uint64_t live = live_bytes();
-  const uint64_t peak = peak_bytes_.load(std::memory_order_relaxed);
-  return live > peak ? live : peak;
-}
-
 bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
-                             uint64_t sequence) {
+                             uint64_t sequence, Allocation* replaced) {
+  if (replaced != nullptr) replaced->address = 0;
   const uint64_t hash = Hash(address);
   Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
@@ -74,6 +62,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   for (;; i = (i + 1) & mask) {
     Allocation& a = shard.slots[i];
     if (a.address == address) {  // a block we missed the free of: replace it
+      if (replaced != nullptr) *replaced = a;
       shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
       shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       reuse = i;
@@ -124,7 +113,6 @@ void AllocationTable::Clear() {
     shard.live.store(0, std::memory_order_relaxed);
     shard.bytes.store(0, std::memory_order_relaxed);
   }
-  peak_bytes_.store(0, std::memory_order_relaxed);
 }
 
 void AllocationTable::LockAll() {

@@ -18,7 +18,7 @@ struct Allocation {
   uint64_t size;
   uint64_t sequence;   // allocation order, process-wide
   uint32_t stack_id;
-  int32_t thread;      // kernel thread id
+  int32_t thread;      // the allocating thread's serial (ThreadRegistry)
 };
 static_assert(sizeof(Allocation) == 32, "keep slots small");
 
@@ -27,9 +27,10 @@ class AllocationTable {
   static constexpr int kShards = 128;
 
   // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
-  // of memory (the allocation goes untracked).
+  // of memory (the allocation goes untracked). A block at the same address whose free was missed
+  // is replaced, and copied to `*replaced` if given (else its address there is 0).
   bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
-              uint64_t sequence);
+              uint64_t sequence, Allocation* replaced = nullptr);
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
   // started, or by another allocator).
   bool Remove(uintptr_t address, Allocation* removed = nullptr);
@@ -55,11 +56,6 @@ class AllocationTable {
 
   uint64_t live_count() const;
   uint64_t live_bytes() const;
-  // The peak is sampled (threads call SamplePeak() every so many allocations, and the report
-  // does), not tracked per allocation: one shared counter written by every thread would be the
-  // hot path's most contended line.
-  void SamplePeak();
-  uint64_t peak_bytes() const;
   size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
 
   void LockAll();    // around fork()
@@ -99,7 +95,6 @@ class AllocationTable {
 
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
-  std::atomic<uint64_t> peak_bytes_{0};
   std::atomic<size_t> table_bytes_{0};
 };
 

@@ -261,6 +261,8 @@ int StartWith(const Options& options) {
   s.recording.Publish(options);
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
+  s.live_bytes.Reset();
+  s.threads.ResetLiveBytes();
   if (g_patcher == nullptr) g_patcher = new GotPatcher();
   s.active.store(true, std::memory_order_release);
   if (PatchLoaded() == 0) {

@@ -21,10 +21,6 @@ __attribute__((tls_model("initial-exec"))) static thread_local bool t_stack_note
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
 constexpr uint64_t kSequenceBlock = 64;
-// The peak is sampled every kPeakSampleBlocks blocks of a thread: summing the shards' counters
-// reads lines other cores write.
-constexpr uint64_t kPeakSampleBlocks = 16;
-__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_blocks = 0;
 
 State& GlobalState() {
   static State state;  // constant-initialized, trivially destructible
@@ -103,10 +99,21 @@ void ForgetThreadAfterFork() {
 }
 
 namespace {
+// The exact live bytes and peaks: the process's, and the allocating thread's.
+void CountAllocated(State& s, uint32_t serial, uint64_t size) {
+  s.live_bytes.Add(size);
+  if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
+}
+void CountFreed(State& s, const Allocation& a) {
+  s.live_bytes.Subtract(a.size);
+  if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
+    thread->Subtract(a.size);
+  }
+}
+
 uint64_t NextSequence(AllocationTable& table) {
   if (t_sequence_next == t_sequence_end ||
       t_sequence_next < GlobalState().sequence_floor.load(std::memory_order_relaxed)) {
-    if (t_blocks++ % kPeakSampleBlocks == 0) table.SamplePeak();
     t_sequence_next = table.ReserveSequences(kSequenceBlock);
     t_sequence_end = t_sequence_next + kSequenceBlock;
   }
@@ -138,24 +145,37 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
       s.threads.SetStack(serial, stack.range.lo, stack.range.hi);
     }
   }
-  s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
-                       NextSequence(s.allocations));
+  Allocation replaced;
+  if (s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
+                           NextSequence(s.allocations), &replaced)) {
+    if (replaced.address != 0) CountFreed(s, replaced);
+    CountAllocated(s, serial, size);
+  }
   t_inside = false;
 }
 
 void Unrecord(void* p) {
   // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
-  if (p != nullptr && !t_forking) GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p));
+  Allocation removed;
+  TakeRecord(p, &removed);
 }
 
 bool TakeRecord(void* p, Allocation* removed) {
-  return p != nullptr && !t_forking &&
-         GlobalState().allocations.Remove(reinterpret_cast<uintptr_t>(p), removed);
+  if (p == nullptr || t_forking) return false;
+  State& s = GlobalState();
+  if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
+  CountFreed(s, *removed);
+  return true;
 }
 
 void RestoreRecord(const Allocation& a) {
   if (t_forking) return;
-  GlobalState().allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence);
+  State& s = GlobalState();
+  Allocation replaced;
+  if (s.allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced)) {
+    if (replaced.address != 0) CountFreed(s, replaced);
+    CountAllocated(s, static_cast<uint32_t>(a.thread), a.size);
+  }
 }
 
 }  // namespace stackwalk::leakcheck

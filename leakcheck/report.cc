@@ -106,11 +106,12 @@ std::string FramesJson(const std::vector<SymbolizedFrame>& frames) {
 struct ThreadLabel {
   std::string name;
   int tid = 0;
+  uint64_t peak_bytes = 0;  // the most the thread's allocations held live at once
 };
 ThreadLabel LabelOf(const ThreadRegistry& threads, uint32_t serial) {
   ThreadRegistry::Thread t;
-  if (!threads.Lookup(serial, &t)) return {"?", 0};
-  return {t.name[0] != '\0' ? t.name : "?", t.tid};
+  if (!threads.Lookup(serial, &t)) return {"?", 0, 0};
+  return {t.name[0] != '\0' ? t.name : "?", t.tid, t.peak_bytes};
 }
 
 // The frames of one stack, named: through the objects loaded now, except for PCs in an object
@@ -306,7 +307,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     text = "{\"occasion\":" + JsonString(occasion) + ",\"pid\":" + pid +
            ",\"program\":" + JsonString(program) + ",\"summary\":{\"bytes\":" +
            std::to_string(totals.bytes) + ",\"allocations\":" + std::to_string(totals.allocations) +
-           ",\"peak_bytes\":" + std::to_string(state.allocations.peak_bytes()) +
+           ",\"peak_bytes\":" + std::to_string(state.live_bytes.peak.load()) +
            ",\"own_bytes\":" + std::to_string(own);
     if (state.options.unreachable_only) {
       text += ",\"reachable_bytes\":" + std::to_string(reachable_bytes) +
@@ -318,7 +319,8 @@ ReportTotals WriteReport(State& state, const char* occasion) {
       text += std::string(i ? "," : "") + "{\"thread\":" + JsonString(label.name) +
               ",\"tid\":" + std::to_string(label.tid) + ",\"bytes\":" +
               std::to_string(threads[i].bytes) + ",\"allocations\":" +
-              std::to_string(threads[i].count) + "}";
+              std::to_string(threads[i].count) + ",\"peak_bytes\":" +
+              std::to_string(label.peak_bytes) + "}";
     }
     text += "],\"leaks\":[";
     for (size_t i = 0; i < leaks.size(); ++i) {
@@ -335,7 +337,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
             std::to_string(reports_written + 1) + (at_exit ? "" : std::string(", on ") + occasion) +
             ")\n";
     text += "==stackwalk-leakcheck== process " + pid + " (" + program + ")\n";
-    text += "==stackwalk-leakcheck== peak " + FormatBytes(state.allocations.peak_bytes()) +
+    text += "==stackwalk-leakcheck== peak " + FormatBytes(state.live_bytes.peak.load()) +
             " live; " + std::to_string(state.stacks.size()) + " distinct allocation stacks\n";
     // What the checker itself holds: its tables, and per live allocation.
     text += "==stackwalk-leakcheck== own memory " + FormatBytes(own) + " (allocation table " +
@@ -355,7 +357,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
       ThreadLabel label = LabelOf(state.threads, threads[i].serial);
       text += "==stackwalk-leakcheck== thread " + label.name + " (tid " +
               std::to_string(label.tid) + "): " + FormatBytes(threads[i].bytes) + " live in " +
-              FormatCount(threads[i].count) + "\n";
+              FormatCount(threads[i].count) + ", peak " + FormatBytes(label.peak_bytes) + "\n";
     }
     if (threads.size() > kThreadLines) {
       text += "==stackwalk-leakcheck== ... and " + std::to_string(threads.size() - kThreadLines) +

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/live_bytes.h"
 #include "leakcheck/options.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
@@ -39,6 +40,7 @@ struct State {
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
   AllocationTable allocations;
+  PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
   StackTable stacks;
   ThreadRegistry threads;
   std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed

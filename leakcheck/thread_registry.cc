@@ -10,23 +10,41 @@
 
 namespace stackwalk::leakcheck {
 
-ThreadRegistry::Thread* ThreadRegistry::Slot(uint32_t serial) const {
+ThreadRegistry::Entry* ThreadRegistry::EntryOf(uint32_t serial) const {
   if (serial == 0 || serial / kChunk >= kChunks) return nullptr;
-  Thread* chunk = chunks_[serial / kChunk].load(std::memory_order_acquire);
+  Entry* chunk = chunks_[serial / kChunk].load(std::memory_order_acquire);
   return chunk != nullptr ? &chunk[serial % kChunk] : nullptr;
+}
+
+ThreadRegistry::Thread* ThreadRegistry::Slot(uint32_t serial) const {
+  Entry* entry = EntryOf(serial);
+  return entry != nullptr ? &entry->thread : nullptr;
+}
+
+PeakCounter* ThreadRegistry::LiveBytesOf(uint32_t serial) const {
+  Entry* entry = EntryOf(serial);
+  return entry != nullptr ? &entry->bytes : nullptr;
+}
+
+void ThreadRegistry::ResetLiveBytes() {
+  const uint32_t end = next_.load(std::memory_order_acquire);
+  for (uint32_t serial = 1; serial < end; ++serial) {
+    if (PeakCounter* bytes = LiveBytesOf(serial)) bytes->Reset();
+  }
 }
 
 uint32_t ThreadRegistry::RegisterCurrent(int32_t tid) {
   const uint32_t serial = next_.fetch_add(1, std::memory_order_relaxed);
   if (serial / kChunk >= kChunks) return 0;
-  std::atomic<Thread*>& chunk = chunks_[serial / kChunk];
+  std::atomic<Entry*>& chunk = chunks_[serial / kChunk];
   if (chunk.load(std::memory_order_acquire) == nullptr) {
-    void* mem = mmap(nullptr, sizeof(Thread) * kChunk, PROT_READ | PROT_WRITE,
+    // Zeroed pages are valid entries: every field, the atomics included, starts at zero.
+    void* mem = mmap(nullptr, sizeof(Entry) * kChunk, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return 0;
-    Thread* expected = nullptr;
-    if (!chunk.compare_exchange_strong(expected, static_cast<Thread*>(mem))) {
-      munmap(mem, sizeof(Thread) * kChunk);
+    Entry* expected = nullptr;
+    if (!chunk.compare_exchange_strong(expected, static_cast<Entry*>(mem))) {
+      munmap(mem, sizeof(Entry) * kChunk);
     }
   }
   Thread* t = Slot(serial);
@@ -50,9 +68,12 @@ void ThreadRegistry::MarkExited(uint32_t serial) {
 }
 
 bool ThreadRegistry::Lookup(uint32_t serial, Thread* out) const {
-  const Thread* t = Slot(serial);
-  if (t == nullptr || t->tid == 0) return false;
+  const Entry* entry = EntryOf(serial);
+  if (entry == nullptr || entry->thread.tid == 0) return false;
+  const Thread* t = &entry->thread;
   *out = *t;
+  out->live_bytes = entry->bytes.live.load(std::memory_order_relaxed);
+  out->peak_bytes = entry->bytes.peak.load(std::memory_order_relaxed);
   if (!out->exited) {
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/self/task/%d/comm", static_cast<int>(t->tid));

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "leakcheck/live_bytes.h"
+
 namespace stackwalk::leakcheck {
 
 class ThreadRegistry {
@@ -18,6 +20,8 @@ class ThreadRegistry {
     char name[16] = {};
     uint64_t stack_lo = 0;  // the thread's stack mapping when recorded (0: not recorded)
     uint64_t stack_hi = 0;
+    uint64_t live_bytes = 0;  // in a Lookup() copy: what the thread allocated that is still live
+    uint64_t peak_bytes = 0;  // and its high-water mark
   };
 
   // Registers the calling thread; returns its serial, or 0 if out of memory.
@@ -26,6 +30,10 @@ class ThreadRegistry {
   void MarkExited(uint32_t serial);
   // A copy of a thread's entry, its name refreshed from /proc if it still runs. False if unknown.
   bool Lookup(uint32_t serial, Thread* out) const;
+  // The live-bytes counter of thread `serial` (allocations it made), or null if unknown.
+  PeakCounter* LiveBytesOf(uint32_t serial) const;
+  // Zeroes every thread's counter (a new in-process session).
+  void ResetLiveBytes();
   // Records the stack mapping of thread `serial` (the reachability scan's roots).
   void SetStack(uint32_t serial, uint64_t lo, uint64_t hi);
   // Calls fn(serial, const Thread&) for every registered thread that has not exited.
@@ -41,9 +49,15 @@ class ThreadRegistry {
  private:
   static constexpr uint32_t kChunk = 1024;
   static constexpr uint32_t kChunks = 4096;  // up to 4M threads over the process's life
+  // A registered thread: its entry, and its counter apart from it (atomics are not copied).
+  struct Entry {
+    Thread thread;
+    PeakCounter bytes;
+  };
   Thread* Slot(uint32_t serial) const;
+  Entry* EntryOf(uint32_t serial) const;
 
-  std::atomic<Thread*> chunks_[kChunks] = {};
+  std::atomic<Entry*> chunks_[kChunks] = {};
   std::atomic<uint32_t> next_{1};
 };
 

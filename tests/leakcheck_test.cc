@@ -57,7 +57,7 @@ TEST(Leakcheck, ReportsEachLeakingSiteWithExactBytesAndStack) {
   EXPECT_EQ(other_tid[1].str(), "leak-worker");
   // The header gives each thread's live bytes.
   EXPECT_NE(run.report.find("== thread leak-worker (tid " + other_tid[2].str() +
-                            "): 4096 bytes live in 1 allocation\n"),
+                            "): 4096 bytes live in 1 allocation, peak 4096 bytes\n"),
             std::string::npos) << run.report;
   EXPECT_NE(run.report.find("== thread leaky (tid " + main_tid[2].str() + "): "),
             std::string::npos) << run.report;
