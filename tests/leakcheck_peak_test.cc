@@ -34,12 +34,23 @@ TEST(LeakcheckPeak, TextReportGivesTheExactProcessAndThreadPeaks) {
       report, std::regex(R"(== thread known_peak \(tid \d+\): 200000 bytes live in 1 allocation, peak 600000 bytes\n)")))
       << report;
   EXPECT_TRUE(std::regex_search(
-      report, std::regex(R"(== thread known_peak \(tid \d+\): 90000 bytes live in 1 allocation, peak 270000 bytes\n)")))
+      report, std::regex(R"(== thread peak\xffworker \(tid \d+\): 90000 bytes live in 1 allocation, peak 270000 bytes\n)")))
       << report;
 }
 
-TEST(LeakcheckPeak, JsonReportGivesTheSamePeaks) {
+TEST(LeakcheckPeak, JsonReportGivesTheSamePeaksAndStaysValidWithANonUtf8ThreadName) {
   const std::string report = RunFixture("json");
+  // Python's json module reads it, and the worker's name comes back with U+FFFD for its bad byte.
+  const std::string file = ::testing::TempDir() + "peak.json.out";
+  const std::string check = "python3 -c \"import json,sys; r=json.load(open(sys.argv[1])); "
+                            "print(sorted(t['thread'] for t in r['threads']))\" " + file;
+  FILE* p = popen(check.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[256] = {};
+  const bool read = std::fgets(line, sizeof(line), p) != nullptr;
+  EXPECT_EQ(pclose(p), 0) << report;
+  ASSERT_TRUE(read);
+  EXPECT_EQ(std::string(line), "['known_peak', 'peak\ufffdworker']\n") << report;
   EXPECT_NE(report.find("\"peak_bytes\":690000"), std::string::npos) << report;
   EXPECT_TRUE(std::regex_search(
       report, std::regex(R"("bytes":90000,"allocations":1,"peak_bytes":270000\})")))
