@@ -324,23 +324,30 @@ absl::Status Start(const LeakCheckOptions& options) {
   if (!CopyTo(options.output, o.output, sizeof(o.output))) {
     return absl::InvalidArgumentError("output path too long");
   }
-  if (options.max_frames < 1 || options.max_frames > StackTable::kMaxFrames) {
+  // Each value through the same parser as the text form and the launcher (leakcheck/options.cc).
+  auto set = [&o](const char* key, const std::string& value) {
+    return SetOption(&o, key, std::strlen(key), value.data(), value.size());
+  };
+  if (!set("max_frames", std::to_string(options.max_frames))) {
     return absl::InvalidArgumentError("max_frames must be 1..64");
   }
-  if (options.method != Method::kAuto && options.method != Method::kFramePointer &&
-      options.method != Method::kEhFrame) {
+  const char* method = options.method == Method::kAuto         ? "auto"
+                       : options.method == Method::kFramePointer ? "fp"
+                       : options.method == Method::kEhFrame      ? "ehframe"
+                                                                 : "";
+  if (!set("method", method)) {
     return absl::InvalidArgumentError("method must be kAuto, kFramePointer or kEhFrame");
   }
-  if (options.report_signal < 0 || options.report_signal >= NSIG) {
-    return absl::InvalidArgumentError("bad report_signal");
+  if (options.report_signal != 0 && !set("report_signal", std::to_string(options.report_signal))) {
+    return absl::InvalidArgumentError(
+        "bad report_signal (a signal number that can be caught and is not a fault's)");
   }
-  o.min_size = options.min_size;
-  o.max_frames = options.max_frames;
-  o.method = static_cast<int>(options.method);
-  o.json = options.json;
-  o.report_at_exit = options.report_at_exit;
-  o.report_signal = options.report_signal;
-  o.unreachable_only = options.unreachable_only;
+  if (!set("min_size", std::to_string(options.min_size)) ||
+      !set("format", options.json ? "json" : "text") ||
+      !set("report_at_exit", options.report_at_exit ? "1" : "0") ||
+      !set("unreachable_only", options.unreachable_only ? "1" : "0")) {
+    return absl::InternalError("an option the text form refuses");
+  }
   return StatusOf(StartWith(o));
 }
 

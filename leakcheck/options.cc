@@ -90,81 +90,124 @@ bool MatchesAnyPattern(const char* patterns, const char* path) {
   return false;
 }
 
+const OptionSpec kOptionSpecs[] = {
+    {"output", "output", 'o', "FILE",
+     "write reports to FILE (a %p in it becomes the process id, so that child processes write "
+     "reports of their own; default: stderr)"},
+    {"exitcode", "exitcode", 0, "N", "exit with N if leaks were found (default: PROGRAM's status)"},
+    {"min_size", "min-size", 0, "N", "ignore allocations smaller than N bytes"},
+    {"max_frames", "max-frames", 0, "N", "frames kept per allocation, 1..64 (default 32)"},
+    {"method", "method", 0, "M", "unwinder for allocation stacks: auto (default), fp or ehframe"},
+    {"format", "format", 0, "F", "report format: text (default) or json"},
+    {"libraries", "libraries", 0, "GLOBS",
+     "only leaks with a frame in an object matching one of the comma-separated globs (path or "
+     "file name, e.g. 'libfoo*')"},
+    {"ignore_libraries", "ignore-libraries", 0, "GLOBS", "no leaks with a frame in a matching object"},
+    {"report_signal", "report-signal", 0, "SIG",
+     "also report the live allocations on each signal SIG (e.g. SIGUSR2 or 12), appended to the "
+     "output"},
+    {"follow_exec", "follow-exec", 0, nullptr,
+     "check the programs PROGRAM executes too (default: not)"},
+    {"unreachable_only", "unreachable-only", 0, nullptr,
+     "scan memory for pointers and report only blocks nothing reachable points to (definitely "
+     "and indirectly lost)"},
+    {"report_at_exit", nullptr, 0, "0|1", "write the report at exit (default 1)"},
+};
+const int kOptionSpecCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
+
+bool SetOption(Options* o, const char* key, size_t key_len, const char* value, size_t value_len) {
+  auto is = [&](const char* name) { return key_len == strlen(name) && strncmp(key, name, key_len) == 0; };
+  auto equals = [&](const char* word) {
+    return value_len == strlen(word) && strncmp(value, word, value_len) == 0;
+  };
+  auto boolean = [&](bool* out) {
+    if (!equals("0") && !equals("1")) return false;
+    *out = value[0] == '1';
+    return true;
+  };
+  long long n = 0;
+  if (is("min_size")) {
+    if (!ParseInt(value, value_len, &n)) return false;
+    o->min_size = static_cast<uint64_t>(n);
+  } else if (is("max_frames")) {
+    if (!ParseInt(value, value_len, &n) || n < 1 || n > 64) return false;
+    o->max_frames = static_cast<int>(n);
+  } else if (is("exitcode")) {
+    if (!ParseInt(value, value_len, &n) || n > 255) return false;
+    o->exitcode = static_cast<int>(n);
+  } else if (is("method")) {
+    if (equals("auto")) {
+      o->method = 0;
+    } else if (equals("fp")) {
+      o->method = 1;
+    } else if (equals("ehframe")) {
+      o->method = 2;
+    } else {
+      return false;
+    }
+  } else if (is("output")) {
+    return CopyValue(value, value_len, o->output, sizeof(o->output));
+  } else if (is("libraries")) {
+    return CopyValue(value, value_len, o->libraries, sizeof(o->libraries));
+  } else if (is("ignore_libraries")) {
+    return CopyValue(value, value_len, o->ignore_libraries, sizeof(o->ignore_libraries));
+  } else if (is("report_signal")) {
+    return ParseSignal(value, value_len, &o->report_signal);
+  } else if (is("format")) {
+    if (!equals("text") && !equals("json")) return false;
+    o->json = equals("json");
+  } else if (is("unreachable_only")) {
+    return boolean(&o->unreachable_only);
+  } else if (is("follow_exec")) {
+    return boolean(&o->follow_exec);
+  } else if (is("report_at_exit")) {
+    return boolean(&o->report_at_exit);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 Options ParseOptions(const char* text, int* problems) {
   Options o;
   int bad = 0;
+  if (problems != nullptr) *problems = 0;
   if (text == nullptr) return o;
-  const char* p = text;
-  while (*p != '\0') {
-    const char* end = strchr(p, ':');
-    size_t len = end != nullptr ? static_cast<size_t>(end - p) : strlen(p);
-    const char* eq = static_cast<const char*>(memchr(p, '=', len));
-    if (eq == nullptr) {
-      if (len > 0) {
-        Complain("option without a value: ", p, len);
-        ++bad;
-      }
-    } else {
-      size_t key_len = static_cast<size_t>(eq - p);
-      const char* value = eq + 1;
-      size_t value_len = len - key_len - 1;
-      auto is = [&](const char* key) {
-        return key_len == strlen(key) && strncmp(p, key, key_len) == 0;
-      };
-      long long n = 0;
-      bool ok = true;
-      if (is("min_size")) {
-        ok = ParseInt(value, value_len, &n);
-        if (ok) o.min_size = static_cast<uint64_t>(n);
-      } else if (is("max_frames")) {
-        ok = ParseInt(value, value_len, &n) && n >= 1 && n <= 64;
-        if (ok) o.max_frames = static_cast<int>(n);
-      } else if (is("exitcode")) {
-        ok = ParseInt(value, value_len, &n) && n <= 255;
-        if (ok) o.exitcode = static_cast<int>(n);
-      } else if (is("method")) {
-        if (value_len == 4 && strncmp(value, "auto", 4) == 0) {
-          o.method = 0;
-        } else if (value_len == 2 && strncmp(value, "fp", 2) == 0) {
-          o.method = 1;
-        } else if (value_len == 7 && strncmp(value, "ehframe", 7) == 0) {
-          o.method = 2;
-        } else {
-          ok = false;
-        }
-      } else if (is("output")) {
-        ok = CopyValue(value, value_len, o.output, sizeof(o.output));
-      } else if (is("libraries")) {
-        ok = CopyValue(value, value_len, o.libraries, sizeof(o.libraries));
-      } else if (is("ignore_libraries")) {
-        ok = CopyValue(value, value_len, o.ignore_libraries, sizeof(o.ignore_libraries));
-      } else if (is("report_signal")) {
-        ok = ParseSignal(value, value_len, &o.report_signal);
-      } else if (is("format")) {
-        const bool text = value_len == 4 && strncmp(value, "text", 4) == 0;
-        const bool json = value_len == 4 && strncmp(value, "json", 4) == 0;
-        ok = text || json;
-        if (ok) o.json = json;
-      } else if (is("unreachable_only")) {
-        ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
-        if (ok) o.unreachable_only = value[0] == '1';
-      } else if (is("follow_exec")) {
-        ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
-        if (ok) o.follow_exec = value[0] == '1';
-      } else if (is("report_at_exit")) {
-        ok = value_len == 1 && (value[0] == '0' || value[0] == '1');
-        if (ok) o.report_at_exit = value[0] == '1';
+  // One "key=value" at a time, unescaped into `item` (no allocation): '\' takes the next byte
+  // as it is, an unescaped ':' ends the item.
+  char item[sizeof(o.libraries) + 64];
+  for (const char* p = text; *p != '\0';) {
+    size_t len = 0;
+    bool too_long = false;
+    for (; *p != '\0' && *p != ':'; ++p) {
+      if (*p == '\\' && p[1] != '\0') ++p;
+      if (len + 1 < sizeof(item)) {
+        item[len++] = *p;
       } else {
-        Complain("unknown option: ", p, key_len);
-        ++bad;
-      }
-      if (!ok) {
-        Complain("bad value for option: ", p, len);
-        ++bad;
+        too_long = true;
       }
     }
-    if (end == nullptr) break;
-    p = end + 1;
+    if (*p == ':') ++p;
+    item[len] = '\0';
+    if (len == 0) continue;
+    const char* eq = static_cast<const char*>(memchr(item, '=', len));
+    if (eq == nullptr) {
+      Complain("option without a value: ", item, len);
+      ++bad;
+      continue;
+    }
+    const size_t key_len = static_cast<size_t>(eq - item);
+    bool known = false;
+    for (const OptionSpec& spec : kOptionSpecs) {
+      known |= key_len == strlen(spec.key) && strncmp(item, spec.key, key_len) == 0;
+    }
+    if (!known) {
+      Complain("unknown option: ", item, key_len);
+      ++bad;
+    } else if (too_long || !SetOption(&o, item, key_len, eq + 1, len - key_len - 1)) {
+      Complain("bad value for option: ", item, len);
+      ++bad;
+    }
   }
   if (problems != nullptr) *problems = bad;
   return o;

@@ -1,14 +1,12 @@
-// Options: the leak checker's settings, from STACKWALK_LEAKCHECK="key=value:key=value", e.g.
+// Options: the leak checker's settings, each defined once in kOptionSpecs: its key in the text
+// form STACKWALK_LEAKCHECK="key=value:key=value" (what the launcher hands the preloaded library,
+// and what stackwalk_leakcheck_start() takes), its launcher option (--long-name, -x) and its help.
+// A value containing ':' or '\' escapes it with '\' in the text form. For example
 //   STACKWALK_LEAKCHECK=min_size=16:max_frames=32:method=fp:output=/tmp/leaks.txt:exitcode=23
-// and format=text|json, report_at_exit=0|1, report_signal=SIGUSR2 (a name or a number),
-// libraries=GLOB,GLOB (only leaks with a frame in a matching object are reported; in-process, only
-// these objects are hooked) and ignore_libraries=GLOB,GLOB (leaks with a frame in a matching
-// object are not reported; in-process, these are not hooked). A glob matches an object's path or
-// its file name. follow_exec=1 checks the programs the checked program starts too (by default,
-// under the launcher, they run unchecked).
 #ifndef STACKWALK_LEAKCHECK_OPTIONS_H_
 #define STACKWALK_LEAKCHECK_OPTIONS_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace stackwalk::leakcheck {
@@ -28,12 +26,29 @@ struct Options {
   char ignore_libraries[512] = {};  // comma-separated globs
 };
 
+// One option: where it appears and what it means.
+struct OptionSpec {
+  const char* key;         // in the text form
+  const char* long_name;   // the launcher's --long-name; null if only in the text form
+  char short_name;         // the launcher's -x, or 0
+  const char* value_name;  // in the help ("N", "FILE"); null for a flag (no value: means "1")
+  const char* help;
+};
+extern const OptionSpec kOptionSpecs[];
+extern const int kOptionSpecCount;
+
+// Sets the option `key` (key_len bytes) from its unescaped value. Returns false, changing
+// nothing, if the key is unknown or the value is not one it takes.
+// Signal safety: async-signal-safe (no allocation).
+bool SetOption(Options* options, const char* key, size_t key_len, const char* value,
+               size_t value_len);
+
 // Whether `path` (an object's path) matches one of the comma-separated globs of `patterns`, by
 // its whole path or its file name.
 bool MatchesAnyPattern(const char* patterns, const char* path);
 
-// Parses `text` (may be null). Unknown keys and bad values are reported on stderr, counted in
-// `*problems` if given, and ignored.
+// Parses the text form (may be null). Unknown keys and bad values are reported on stderr, counted
+// in `*problems` if given, and ignored.
 // Signal safety: async-signal-safe (no allocation), for use before malloc is ready.
 Options ParseOptions(const char* text, int* problems = nullptr);
 

@@ -1,25 +1,30 @@
 // stackwalk-leakcheck: runs a program with the leak checker preloaded and, at its exit, reports
 // the allocations it never freed, grouped by allocating stack, with names and file:line.
 //
-//   stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N] [--max-frames N]
-//                       [--method auto|fp|ehframe] [--format text|json] [--libraries GLOBS]
-//                       [--ignore-libraries GLOBS] [--report-signal SIG] [--follow-exec]
-//                       [--unreachable-only] [--] PROGRAM [ARGS...]
+//   stackwalk-leakcheck [OPTION]... [--] PROGRAM [ARGS...]
 //
+// Options follow GNU conventions (getopt_long): --opt=value or --opt value, -o FILE, -h, -V; each
+// is defined once, in leakcheck/options.cc, with the key it has in STACKWALK_LEAKCHECK. Options
+// end at the first word that is not one (the program), or at "--".
 // The program's exit status is passed through, unless --exitcode N is given and leaks are found.
 // Exit statuses of its own: 2 for a bad command line, 126 for a program the preload cannot reach
 // (statically linked, set-user-ID or set-group-ID of another owner, file capabilities), 127 for
 // one that cannot be run.
+#include <getopt.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "leakcheck/options.h"
 #include "leakcheck/preload_reach.h"
 
+#ifndef STACKWALK_VERSION
+#define STACKWALK_VERSION "unknown"
+#endif
 #ifndef STACKWALK_INSTALL_LIBDIR
 #define STACKWALK_INSTALL_LIBDIR "lib"
 #endif
@@ -31,33 +36,65 @@ constexpr char kLibraryName[] = "libstackwalk_leakcheck.so";
 // but not run, as a shell says 126 for a command it cannot execute.
 constexpr int kCannotCheck = 126;
 
-int Usage(const char* complaint) {
-  if (complaint != nullptr) std::fprintf(stderr, "stackwalk-leakcheck: %s\n", complaint);
-  std::fprintf(stderr,
-               "usage: stackwalk-leakcheck [--output FILE] [--exitcode N] [--min-size N]\n"
-               "                           [--max-frames N] [--method auto|fp|ehframe]\n"
-               "                           [--format text|json] [--libraries GLOBS]\n"
-               "                           [--ignore-libraries GLOBS] [--report-signal SIG]\n"
-               "                           [--follow-exec] [--unreachable-only]\n"
-               "                           [--] PROGRAM [ARGS...]\n"
-               "Runs PROGRAM with %s preloaded; at its exit, prints every allocation it\n"
-               "never freed, grouped by allocating stack (to stderr, or FILE; a %%p in FILE\n"
-               "becomes the process id, so that child processes write reports of their own).\n"
-               "  --exitcode N    exit with N if leaks were found (default: PROGRAM's status)\n"
-               "  --min-size N    ignore allocations smaller than N bytes\n"
-               "  --max-frames N  frames kept per allocation, 1..64 (default 32)\n"
-               "  --method M      unwinder for allocation stacks (default auto)\n"
-               "  --format F      text (default) or json\n"
-               "  --libraries G   only leaks with a frame in an object matching one of the\n"
-               "                  comma-separated globs G (path or file name, e.g. 'libfoo*')\n"
-               "  --ignore-libraries G  no leaks with a frame in a matching object\n"
-               "  --report-signal S     also report the live allocations on each signal S\n"
-               "                  (e.g. SIGUSR2 or 12), appended to the output\n"
-               "  --follow-exec   check the programs PROGRAM executes too (default: not)\n"
-               "  --unreachable-only  scan memory for pointers and report only blocks nothing\n"
-               "                  reachable points to (definitely and indirectly lost)\n",
+using stackwalk::leakcheck::kOptionSpecCount;
+using stackwalk::leakcheck::kOptionSpecs;
+using stackwalk::leakcheck::OptionSpec;
+
+void PrintHelp(FILE* out) {
+  std::fprintf(out,
+               "usage: stackwalk-leakcheck [OPTION]... [--] PROGRAM [ARGS...]\n"
+               "Runs PROGRAM with %s preloaded; at its exit, reports\n"
+               "every allocation it never freed, grouped by allocating stack.\n\n",
                kLibraryName);
+  for (int i = 0; i < kOptionSpecCount; ++i) {
+    const OptionSpec& spec = kOptionSpecs[i];
+    if (spec.long_name == nullptr) continue;
+    std::string form = spec.short_name != 0 ? std::string("-") + spec.short_name + ", " : "    ";
+    form += std::string("--") + spec.long_name;
+    if (spec.value_name != nullptr) form += std::string("=") + spec.value_name;
+    // The help wrapped at 79 columns, continuation lines under its first.
+    std::string line = "  " + form + std::string(form.size() < 28 ? 29 - form.size() : 1, ' ');
+    const size_t indent = line.size();
+    std::string word;
+    for (const char* c = spec.help;; ++c) {
+      if (*c != ' ' && *c != '\0') {
+        word += *c;
+        continue;
+      }
+      if (line.size() + 1 + word.size() > 79 && line.size() > indent) {
+        std::fprintf(out, "%s\n", line.c_str());
+        line = std::string(indent, ' ');
+      }
+      if (line.size() > indent) line += ' ';
+      line += word;
+      word.clear();
+      if (*c == '\0') break;
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  std::fprintf(out,
+               "  %-28s %s\n  %-28s %s\n\n"
+               "Exit status: PROGRAM's (or --exitcode's); 2 for a bad command line; 126 for\n"
+               "a program the preload cannot reach (static, set-ID, file capabilities); 127\n"
+               "for one that cannot be run.\n",
+               "-h, --help", "print this help and exit", "-V, --version",
+               "print the version and exit");
+}
+
+int Usage(const std::string& complaint) {
+  std::fprintf(stderr, "stackwalk-leakcheck: %s\nTry 'stackwalk-leakcheck --help'.\n",
+               complaint.c_str());
   return 2;
+}
+
+// A value in the text form: ':' separates options there and '\\' escapes, so both are escaped.
+std::string Escaped(const char* value) {
+  std::string out;
+  for (const char* c = value; *c != '\0'; ++c) {
+    if (*c == ':' || *c == '\\') out += '\\';
+    out += *c;
+  }
+  return out;
 }
 
 // The preload library: beside this tool (the build tree) or in ../<libdir> (an install).
@@ -75,75 +112,71 @@ std::string FindLibrary() {
   return "";
 }
 
-bool IsNumber(const char* text) {
-  if (*text == '\0') return false;
-  for (const char* c = text; *c != '\0'; ++c) {
-    if (*c < '0' || *c > '9') return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string options;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg == "-h" || arg == "--help") {
-      Usage(nullptr);
-      return 0;
-    }
-    if (arg.rfind("--", 0) != 0) break;
-    if (arg == "--follow-exec") {
-      options += ":follow_exec=1";
-      continue;
-    }
-    if (arg == "--unreachable-only") {
-      options += ":unreachable_only=1";
-      continue;
-    }
-    if (i + 1 >= argc) return Usage(("missing value for " + arg).c_str());
-    const char* value = argv[++i];
-    if (arg == "--output") {
-      if (std::strchr(value, ':') != nullptr) return Usage("--output: the path may not contain ':'");
-      options += std::string(":output=") + value;
-    } else if (arg == "--exitcode" || arg == "--min-size" || arg == "--max-frames") {
-      if (!IsNumber(value)) return Usage((arg + " needs a number").c_str());
-      std::string key = arg == "--exitcode" ? "exitcode" : arg == "--min-size" ? "min_size" : "max_frames";
-      options += ":" + key + "=" + value;
-    } else if (arg == "--method") {
-      if (std::strcmp(value, "auto") != 0 && std::strcmp(value, "fp") != 0 &&
-          std::strcmp(value, "ehframe") != 0) {
-        return Usage("--method: one of auto, fp, ehframe");
-      }
-      options += std::string(":method=") + value;
-    } else if (arg == "--format") {
-      if (std::strcmp(value, "text") != 0 && std::strcmp(value, "json") != 0) {
-        return Usage("--format: text or json");
-      }
-      options += std::string(":format=") + value;
-    } else if (arg == "--libraries" || arg == "--ignore-libraries" || arg == "--report-signal") {
-      if (*value == '\0' || std::strchr(value, ':') != nullptr) {
-        return Usage((arg + ": a value without ':' is needed").c_str());
-      }
-      std::string key = arg == "--libraries"          ? "libraries"
-                        : arg == "--ignore-libraries" ? "ignore_libraries"
-                                                      : "report_signal";
-      options += ":" + key + "=" + value;
-    } else {
-      return Usage(("unknown option " + arg).c_str());
+  // getopt_long's table from the one definition: index i is kOptionSpecs[i]; then help, version.
+  std::vector<option> longs;
+  std::string shorts = "+hV";  // '+': options end at the program's name
+  for (int i = 0; i < kOptionSpecCount; ++i) {
+    const OptionSpec& spec = kOptionSpecs[i];
+    if (spec.long_name == nullptr) continue;
+    longs.push_back({spec.long_name, spec.value_name != nullptr ? required_argument : no_argument,
+                     nullptr, 1000 + i});
+    if (spec.short_name != 0) {
+      shorts += spec.short_name;
+      if (spec.value_name != nullptr) shorts += ':';
     }
   }
+  longs.push_back({"help", no_argument, nullptr, 'h'});
+  longs.push_back({"version", no_argument, nullptr, 'V'});
+  longs.push_back({nullptr, 0, nullptr, 0});
+
+  opterr = 0;  // the errors below name the option themselves
+  std::string options;
+  stackwalk::leakcheck::Options checked;
+  for (;;) {
+    const int previous = optind;
+    const int c = getopt_long(argc, argv, shorts.c_str(), longs.data(), nullptr);
+    if (c == -1) break;
+    if (c == 'h') {
+      PrintHelp(stdout);
+      return 0;
+    }
+    if (c == 'V') {
+      std::printf("stackwalk-leakcheck %s\n", STACKWALK_VERSION);
+      return 0;
+    }
+    const char* word = argv[previous];
+    if (c == '?' || c == ':') {
+      if (optopt != 0 && optopt < 1000) {
+        std::string name = std::string("-") + static_cast<char>(optopt);
+        return Usage(c == ':' || std::strchr(shorts.c_str(), optopt) != nullptr
+                         ? "option " + name + " needs a value"
+                         : "unknown option " + name);
+      }
+      // A long option: unknown, or missing its value (getopt_long sets optopt to its index).
+      const bool missing = optopt >= 1000;
+      return Usage(missing ? std::string("option ") + word + " needs a value"
+                           : std::string("unknown option ") + word);
+    }
+    int index = c - 1000;
+    if (c < 1000) {  // a short form: find its spec
+      for (index = 0; kOptionSpecs[index].short_name != c; ++index) {
+      }
+    }
+    const OptionSpec& spec = kOptionSpecs[index];
+    const char* value = spec.value_name != nullptr ? optarg : "1";
+    // Checked here with the library's own parser, so the error names the option and its value.
+    if (!stackwalk::leakcheck::SetOption(&checked, spec.key, std::strlen(spec.key), value,
+                                         std::strlen(value))) {
+      return Usage(std::string("bad value '") + value + "' for --" + spec.long_name + " (" +
+                   spec.help + ")");
+    }
+    options += std::string(":") + spec.key + "=" + Escaped(value);
+  }
+  const int i = optind;
   if (i >= argc) return Usage("no program given");
-  // Every value as the preloaded library will read it (it names what it refuses).
-  int problems = 0;
-  if (!options.empty()) stackwalk::leakcheck::ParseOptions(options.c_str() + 1, &problems);
-  if (problems != 0) return Usage("an option's value was refused");
 
   // A program no preload reaches would run unchecked: refused, with the reason.
   if (std::string why = stackwalk::leakcheck::WhyPreloadCannotReach(argv[i]); !why.empty()) {

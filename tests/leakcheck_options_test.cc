@@ -1,0 +1,171 @@
+// The leak checker's options, defined once (leakcheck/options.cc): the text form's parser, and the
+// launcher's command line by GNU conventions, built from the same table.
+#include "leakcheck/options.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace stackwalk::leakcheck {
+namespace {
+
+TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
+  std::set<std::string> keys, longs;
+  std::set<char> shorts;
+  for (int i = 0; i < kOptionSpecCount; ++i) {
+    const OptionSpec& spec = kOptionSpecs[i];
+    EXPECT_TRUE(keys.insert(spec.key).second) << spec.key;
+    if (spec.long_name != nullptr) EXPECT_TRUE(longs.insert(spec.long_name).second) << spec.key;
+    if (spec.short_name != 0) EXPECT_TRUE(shorts.insert(spec.short_name).second) << spec.key;
+    EXPECT_GT(std::strlen(spec.help), 10u) << spec.key;
+  }
+  // A good value for each key, set through the one setter.
+  const std::pair<const char*, const char*> good[] = {
+      {"output", "/tmp/x"},  {"exitcode", "23"},     {"min_size", "16"},
+      {"max_frames", "8"},   {"method", "ehframe"},  {"format", "json"},
+      {"libraries", "a*,b"}, {"ignore_libraries", "c*"}, {"report_signal", "SIGUSR2"},
+      {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"}};
+  ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
+  Options o;
+  for (const auto& [key, value] : good) {
+    EXPECT_TRUE(keys.count(key)) << key;
+    EXPECT_TRUE(SetOption(&o, key, std::strlen(key), value, std::strlen(value))) << key;
+  }
+  EXPECT_STREQ(o.output, "/tmp/x");
+  EXPECT_EQ(o.exitcode, 23);
+  EXPECT_EQ(o.min_size, 16u);
+  EXPECT_EQ(o.max_frames, 8);
+  EXPECT_EQ(o.method, 2);
+  EXPECT_TRUE(o.json);
+  EXPECT_STREQ(o.libraries, "a*,b");
+  EXPECT_STREQ(o.ignore_libraries, "c*");
+  EXPECT_EQ(o.report_signal, 12);
+  EXPECT_TRUE(o.follow_exec);
+  EXPECT_TRUE(o.unreachable_only);
+  EXPECT_FALSE(o.report_at_exit);
+}
+
+TEST(LeakcheckOptions, BadValuesChangeNothing) {
+  Options o;
+  const std::pair<const char*, const char*> bad[] = {
+      {"max_frames", "0"},   {"max_frames", "65"},   {"max_frames", "-1"}, {"min_size", "lots"},
+      {"exitcode", "256"},   {"method", "magic"},    {"format", "xml"},   {"report_signal", "SEGV"},
+      {"report_signal", "9"}, {"follow_exec", "yes"}, {"nonsense", "1"},   {"min_size", ""}};
+  for (const auto& [key, value] : bad) {
+    EXPECT_FALSE(SetOption(&o, key, std::strlen(key), value, std::strlen(value)))
+        << key << "=" << value;
+  }
+  Options fresh;
+  EXPECT_EQ(std::memcmp(&o, &fresh, sizeof(o)), 0);
+}
+
+TEST(LeakcheckOptions, TextFormUnescapesAndCountsEveryProblem) {
+  int problems = -1;
+  Options o = ParseOptions("output=/tmp/a\\:b\\\\c:min_size=5::method=fp", &problems);
+  EXPECT_EQ(problems, 0);
+  EXPECT_STREQ(o.output, "/tmp/a:b\\c");
+  EXPECT_EQ(o.min_size, 5u);
+  EXPECT_EQ(o.method, 1);
+  o = ParseOptions("bogus=1:max_frames=99:novalue:format=json", &problems);
+  EXPECT_EQ(problems, 3);
+  EXPECT_TRUE(o.json);          // the good one still applies
+  EXPECT_EQ(o.max_frames, 32);  // the bad one leaves the default
+  // A value longer than any option holds is refused, not cut.
+  ParseOptions(("output=" + std::string(2000, 'x')).c_str(), &problems);
+  EXPECT_EQ(problems, 1);
+  ParseOptions(nullptr, &problems);
+  EXPECT_EQ(problems, 0);
+}
+
+// ---- the launcher's command line ----
+
+struct Launch {
+  int status = -1;
+  std::string out, err;
+};
+
+Launch RunLauncher(const std::string& args) {
+  // Of this process: ctest runs the cases at once.
+  const std::string base = ::testing::TempDir() + "options." + std::to_string(getpid());
+  const std::string out = base + ".out", err = base + ".err";
+  const int raw = std::system((std::string(STACKWALK_LEAKCHECK) + " " + args + " >" + out + " 2>" + err).c_str());
+  Launch run;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::stringstream o, e;
+  o << std::ifstream(out).rdbuf();
+  e << std::ifstream(err).rdbuf();
+  run.out = o.str();
+  run.err = e.str();
+  return run;
+}
+
+TEST(LeakcheckOptions, HelpAndVersionGoToStdoutWithStatusZero) {
+  for (const char* help : {"-h", "--help"}) {
+    Launch run = RunLauncher(help);
+    EXPECT_EQ(run.status, 0);
+    EXPECT_EQ(run.out.rfind("usage: stackwalk-leakcheck", 0), 0u) << run.out;
+    // Every launcher option of the table is in the help.
+    for (int i = 0; i < kOptionSpecCount; ++i) {
+      if (kOptionSpecs[i].long_name == nullptr) continue;
+      EXPECT_NE(run.out.find(std::string("--") + kOptionSpecs[i].long_name), std::string::npos)
+          << kOptionSpecs[i].long_name;
+    }
+  }
+  for (const char* version : {"-V", "--version"}) {
+    Launch run = RunLauncher(version);
+    EXPECT_EQ(run.status, 0);
+    EXPECT_EQ(run.out, std::string("stackwalk-leakcheck ") + STACKWALK_VERSION + "\n");
+  }
+}
+
+TEST(LeakcheckOptions, BadCommandLinesNameTheOptionAndExitTwo) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--bogus /bin/true", "unknown option --bogus"},
+      {"-x /bin/true", "unknown option -x"},
+      {"--output", "option --output needs a value"},
+      {"-o", "option -o needs a value"},
+      {"--method=magic /bin/true", "bad value 'magic' for --method"},
+      {"--max-frames 99 /bin/true", "bad value '99' for --max-frames"},
+      {"--report-signal SIGSEGV /bin/true", "bad value 'SIGSEGV' for --report-signal"},
+      {"--format", "option --format needs a value"},
+      {"", "no program given"}};
+  for (const auto& [args, message] : cases) {
+    Launch run = RunLauncher(args);
+    EXPECT_EQ(run.status, 2) << args;
+    EXPECT_NE(run.err.find(std::string("stackwalk-leakcheck: ") + message), std::string::npos)
+        << args << ": " << run.err;
+  }
+  EXPECT_EQ(RunLauncher("/nonexistent/program").status, 127);
+}
+
+TEST(LeakcheckOptions, EveryFormOfAValueReachesTheReport) {
+  // --opt=value, --opt value, -o FILE and -oFILE; a path with ':' in it; options end at the program.
+  const std::string dir = ::testing::TempDir() + "with:colon." + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string forms[] = {"--format=json --output=" + dir + "/a.json",
+                               "--format json --output " + dir + "/a.json",
+                               "--format=json -o " + dir + "/a.json",
+                               "--format=json -o" + dir + "/a.json"};
+  for (const std::string& form : forms) {
+    std::remove((dir + "/a.json").c_str());
+    Launch run = RunLauncher(form + " --min-size=4000 " + LEAK_ENDINGS + " plain --format=text");
+    EXPECT_EQ(run.status, 0) << form << ": " << run.err;
+    std::stringstream json;
+    json << std::ifstream(dir + "/a.json").rdbuf();
+    // JSON (the program's own "--format=text" is its argument, not ours), min_size applied.
+    EXPECT_EQ(json.str().rfind("{\"occasion\":\"exit\"", 0), 0u) << form << ": " << json.str();
+    EXPECT_NE(json.str().find("\"summary\":{\"bytes\":4321,\"allocations\":1,"), std::string::npos)
+        << form << ": " << json.str();
+  }
+}
+
+}  // namespace
+}  // namespace stackwalk::leakcheck
