@@ -207,6 +207,8 @@ const DwarfModule::ScopeInfo* DwarfModule::InfoFor(Dwarf_Off offset, const CuInd
   } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
     info.entry = begin;
   }
+  if (const char* decl = dwarf_decl_file(&die)) info.decl_file = SourcePath(decl, index);
+  dwarf_decl_line(&die, &info.decl_line);
   info.inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
   if (info.inlined) {
     Dwarf_Word value;
@@ -295,6 +297,8 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
     current.has_linkage = info->has_linkage;
     current.die = containing[i]->die;
     current.function_entry = info->entry;
+    current.decl_file = info->decl_file;
+    current.decl_line = info->decl_line;
     if (!info->inlined) {
       frames.push_back(current);
       break;  // the real function: its callers are other frames of the stack

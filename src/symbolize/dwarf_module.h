@@ -35,6 +35,8 @@ struct DwarfFrame {
   int column = 0;
   unsigned discriminator = 0;  // of the line, for the innermost frame
   bool inlined = false;  // an inlined call, whose caller is the next frame
+  std::string decl_file;  // where the function is declared (DW_AT_decl_file), empty if unknown
+  int decl_line = 0;
 };
 
 class DwarfModule {
@@ -76,6 +78,8 @@ class DwarfModule {
     std::string call_file;  // of an inlined call: where its caller continues
     int call_line = 0;
     int call_column = 0;
+    std::string decl_file;
+    int decl_line = 0;
   };
 
   // Address ranges of every CU, from their DW_AT_low_pc/high_pc/ranges: for addresses that
