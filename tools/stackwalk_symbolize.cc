@@ -274,22 +274,25 @@ class Tool {
     return requests_ > 0 && answered_ == 0 ? 1 : 0;
   }
 
-  // The frames llvm-symbolizer prints: the inline chain, or without --inlines the real
-  // function's name with the address's line.
+  // The frames llvm-symbolizer prints: the inline chain (without --inlines, the innermost
+  // frame alone), and as LLVM 14 does when it prints names, the outermost frame named by the
+  // symbol table where it covers the address (a cold part is "f() [clone .cold]" there), which
+  // gives the start address.
   std::vector<DwarfFrame> LlvmFrames(Object* object, uint64_t addr) {
     std::vector<DwarfFrame> frames =
         object != nullptr ? FramesAt(object, addr, false) : std::vector<DwarfFrame>();
     if (frames.empty()) frames.emplace_back();
-    if (!o_.inlines && frames.size() > 1) {
-      DwarfFrame f = frames.front();
-      const DwarfFrame& outer = frames.back();
-      f.function = outer.function;
-      f.linkage = outer.linkage;
-      f.function_entry = outer.function_entry;
-      f.decl_file = outer.decl_file;
-      f.decl_line = outer.decl_line;
-      f.inlined = false;
-      frames.assign(1, f);
+    if (!o_.inlines && frames.size() > 1) frames.resize(1);
+    SymbolHit hit;
+    if (o_.functions && object != nullptr && object->LookupSymbol(addr, &hit)) {
+      DwarfFrame& outer = frames.back();
+      outer.linkage = hit.name;
+      outer.function = stackwalk::internal::Demangle(hit.name);
+      outer.function_entry = hit.value;
+      outer.entry_is_low_pc = true;
+      outer.inlined = false;
+      // No line: the source file of the symbol table's STT_FILE entry.
+      if (outer.file.empty() && hit.file != nullptr) outer.file = hit.file;
     }
     return frames;
   }
@@ -323,7 +326,9 @@ class Tool {
     bool first = true;
     for (const DwarfFrame& f : LlvmFrames(object, addr)) {
       const bool named = !f.function.empty();
-      std::string start = named && !f.inlined ? "0x" + Hex(f.function_entry) : "";
+      // As LLVM: a function's start; an inlined call's where it has one DW_AT_low_pc.
+      std::string start =
+          named && (!f.inlined || f.entry_is_low_pc) ? "0x" + Hex(f.function_entry) : "";
       std::string file = o_.basenames ? Basename(f.file) : f.file;
       std::printf("%s{\"Column\":%d,\"Discriminator\":%u,\"FileName\":%s,\"FunctionName\":%s,"
                   "\"Line\":%d,\"StartAddress\":\"%s\",\"StartFileName\":%s,\"StartLine\":%d}",

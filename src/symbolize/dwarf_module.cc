@@ -204,6 +204,7 @@ const DwarfModule::ScopeInfo* DwarfModule::InfoFor(Dwarf_Off offset, const CuInd
   Dwarf_Addr low, base, begin, end;
   if (dwarf_lowpc(&die, &low) == 0) {
     info.entry = low;
+    info.entry_is_low_pc = true;
   } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
     info.entry = begin;
   }
@@ -297,6 +298,7 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
     current.has_linkage = info->has_linkage;
     current.die = containing[i]->die;
     current.function_entry = info->entry;
+    current.entry_is_low_pc = info->entry_is_low_pc;
     current.decl_file = info->decl_file;
     current.decl_line = info->decl_line;
     if (!info->inlined) {
