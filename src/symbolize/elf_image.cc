@@ -368,6 +368,8 @@ bool ElfImage::FdeRange(uint64_t addr, uint64_t* lo, uint64_t* hi) const {
       pc >= fde.pc_end) {
     return false;
   }
+  // Hostile ranges can wrap around in one space and not in the other.
+  if (fde.pc_begin - bias > addr || fde.pc_end - bias <= addr) return false;
   *lo = fde.pc_begin - bias;
   *hi = fde.pc_end - bias;
   return true;
