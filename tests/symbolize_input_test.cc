@@ -62,6 +62,7 @@ TEST(SymbolizeInput, UsageErrorsNameTheOptionAndExitTwo) {
       {{"--obj=/bin/true", "--addr2line"}, "--obj is llvm-symbolizer's option"},
       {{"--obj=/bin/true", "--output-style=YAML"}, "--output-style takes LLVM or JSON"},
       {{"--no-inlines", "x+0x10"}, "need --obj FILE"},
+      {{"--obj=/bin/true", "--functions=short"}, "--functions takes linkage or none, not 'short'"},
   };
   for (const Case& c : cases) {
     CommandLine r = Parse(c.words);

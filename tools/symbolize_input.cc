@@ -184,10 +184,10 @@ CommandLine ParseCommandLine(int argc, char* const* argv) {
       case 'f':
         if (optarg != nullptr && std::strcmp(optarg, "none") == 0) {
           no_functions = true;
-        } else if (optarg != nullptr && std::strcmp(optarg, "linkage") != 0 &&
-                   std::strcmp(optarg, "short") != 0) {
-          return UsageError(std::string("--functions takes none, short or linkage, not '") +
-                            optarg + "'");
+        } else if (optarg != nullptr && std::strcmp(optarg, "linkage") != 0) {
+          // (llvm-symbolizer's "short", names without their parameters, is not offered.)
+          return UsageError(std::string("--functions takes linkage or none, not '") + optarg +
+                            "'");
         } else {
           o.functions = true;
         }
