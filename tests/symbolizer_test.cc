@@ -117,8 +117,12 @@ TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   EXPECT_TRUE(frames[0].function.empty());
   EXPECT_TRUE(frames[0].module.empty());
   EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010\n");
-  EXPECT_FALSE(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).ok());
-  EXPECT_FALSE(symbolizer.SymbolizeFile("/etc/hostname", 0x1000).ok());
+  // The error says why.
+  EXPECT_EQ(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).status().message(),
+            "/nonexistent/file: No such file or directory");
+  EXPECT_EQ(symbolizer.SymbolizeFile("/etc/hostname", 0x1000).status().message(),
+            "/etc/hostname: not an ELF file");
+  EXPECT_EQ(symbolizer.SymbolizeFile("/etc", 0x1000).status().message(), "/etc: is a directory");
 }
 
 // A std::thread's stack passes through libstdc++'s thread start routine, a local function its

@@ -140,7 +140,8 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
   std::lock_guard<std::mutex> lock(impl_->mutex);
   Object* object = impl_->ObjectFor(path);
   if (!object->dwarf && !object->has_symbols && !object->has_mini) {
-    return absl::NotFoundError(absl::StrCat(path, ": not a readable ELF file of this class"));
+    return absl::NotFoundError(absl::StrCat(
+        path, ": ", object->error.empty() ? "not a readable ELF file of this class" : object->error));
   }
   std::vector<SymbolizedFrame> frames = impl_->Lookup(object, address);
   for (SymbolizedFrame& f : frames) {
