@@ -12,10 +12,11 @@ packages=(
   libunwind8 libunwind-14   # peers (loaded with dlopen): nongnu and LLVM libunwind
   clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
   valgrind              # the leak checker's oracle
+  llvm-14               # llvm-symbolizer-14: the oracle of stackwalk-symbolize's llvm-symbolizer style
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then
-  packages+=(heaptrack time bc elfutils libc6-dbg llvm-14)
+  packages+=(heaptrack time bc elfutils libc6-dbg)
 fi
 
 missing=()

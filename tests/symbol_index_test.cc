@@ -62,7 +62,9 @@ void ExpectSameAnswers(const std::string& path) {
     ASSERT_EQ(linear.size, indexed.size) << std::hex << addr;
     ASSERT_EQ(linear.file, indexed.file) << std::hex << addr;
   }
-  EXPECT_GT(found, compared / 2);
+  // Probes before and after each symbol name nothing unless another symbol covers them (a
+  // sized symbol names only its own bytes): on aarch64 fewer than half of them are named.
+  EXPECT_GT(found, compared / 3);
   std::printf("%s: %zu of %zu probes named, identical\n", path.c_str(), found, compared);
 }
 

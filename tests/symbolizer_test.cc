@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "stackwalk/stackwalk.h"
 
@@ -114,6 +117,41 @@ TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   EXPECT_TRUE(frames[0].function.empty());
   EXPECT_TRUE(frames[0].module.empty());
   EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010\n");
-  EXPECT_FALSE(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).ok());
-  EXPECT_FALSE(symbolizer.SymbolizeFile("/etc/hostname", 0x1000).ok());
+  // The error says why.
+  EXPECT_EQ(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).status().message(),
+            "/nonexistent/file: No such file or directory");
+  EXPECT_EQ(symbolizer.SymbolizeFile("/etc/hostname", 0x1000).status().message(),
+            "/etc/hostname: not an ELF file");
+  EXPECT_EQ(symbolizer.SymbolizeFile("/etc", 0x1000).status().message(), "/etc: is a directory");
+}
+
+// A std::thread's stack passes through libstdc++'s thread start routine, a local function its
+// stripped .dynsym does not name. The frame stays unnamed (with its module and offset) rather
+// than named as the exported function below it, past that one's size, as binutils names it
+// (std::error_code::default_error_condition() const on Debian 12's libstdc++).
+TEST(Symbolizer, ThreadStartInLibstdcxxIsNotNamedAsTheExportBelowIt) {
+  void* pcs[64];
+  int n = 0;
+  std::thread t([&] { n = stackwalk_backtrace(pcs, 64, STACKWALK_AUTO); });
+  t.join();
+  ASSERT_GT(n, 2);
+  stackwalk::Symbolizer symbolizer;
+  std::vector<stackwalk::SymbolizedFrame> frames = symbolizer.SymbolizeTrace(pcs, n, false);
+  const stackwalk::SymbolizedFrame* start = nullptr;
+  for (const auto& f : frames) {
+    if (f.module.find("libstdc++") != std::string::npos) start = &f;
+  }
+  ASSERT_NE(start, nullptr) << stackwalk::FormatFrames(frames);
+  EXPECT_EQ(start->function, "") << stackwalk::FormatFrames(frames);
+  EXPECT_GT(start->module_offset, 0u);
+  // What binutils says at the call instruction: a name, of a symbol that ends below it.
+  char command[512];
+  std::snprintf(command, sizeof(command), "addr2line -f -e %s 0x%llx", start->module.c_str(),
+                static_cast<unsigned long long>(start->module_offset - 1));
+  FILE* p = popen(command, "r");
+  ASSERT_NE(p, nullptr);
+  char name[256] = {};
+  ASSERT_NE(std::fgets(name, sizeof(name), p), nullptr);
+  pclose(p);
+  EXPECT_STRNE(name, "??\n");
 }

@@ -204,9 +204,12 @@ const DwarfModule::ScopeInfo* DwarfModule::InfoFor(Dwarf_Off offset, const CuInd
   Dwarf_Addr low, base, begin, end;
   if (dwarf_lowpc(&die, &low) == 0) {
     info.entry = low;
+    info.entry_is_low_pc = true;
   } else if (dwarf_ranges(&die, 0, &base, &begin, &end) > 0) {
     info.entry = begin;
   }
+  if (const char* decl = dwarf_decl_file(&die)) info.decl_file = SourcePath(decl, index);
+  dwarf_decl_line(&die, &info.decl_line);
   info.inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
   if (info.inlined) {
     Dwarf_Word value;
@@ -295,6 +298,9 @@ std::vector<DwarfFrame> DwarfModule::Lookup(uint64_t addr) {
     current.has_linkage = info->has_linkage;
     current.die = containing[i]->die;
     current.function_entry = info->entry;
+    current.entry_is_low_pc = info->entry_is_low_pc;
+    current.decl_file = info->decl_file;
+    current.decl_line = info->decl_line;
     if (!info->inlined) {
       frames.push_back(current);
       break;  // the real function: its callers are other frames of the stack

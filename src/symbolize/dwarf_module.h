@@ -29,12 +29,15 @@ struct DwarfFrame {
   std::string linkage;   // the mangled name if the function has one, else its plain name
   bool has_linkage = false;
   uint64_t function_entry = 0;  // the function's (or inlined call's) lowest address
+  bool entry_is_low_pc = false;  // function_entry is its DW_AT_low_pc (not a range's start)
   uint64_t die = 0;             // the DWARF entry naming the frame (0: none)
   std::string file;      // empty if unknown; the compilation unit's name if it has no line here
   int line = 0;
   int column = 0;
   unsigned discriminator = 0;  // of the line, for the innermost frame
   bool inlined = false;  // an inlined call, whose caller is the next frame
+  std::string decl_file;  // where the function is declared (DW_AT_decl_file), empty if unknown
+  int decl_line = 0;
 };
 
 class DwarfModule {
@@ -73,9 +76,12 @@ class DwarfModule {
     bool has_linkage = false;
     bool inlined = false;
     uint64_t entry = 0;  // lowest address (first range)
+    bool entry_is_low_pc = false;
     std::string call_file;  // of an inlined call: where its caller continues
     int call_line = 0;
     int call_column = 0;
+    std::string decl_file;
+    int decl_line = 0;
   };
 
   // Address ranges of every CU, from their DW_AT_low_pc/high_pc/ranges: for addresses that

@@ -10,6 +10,9 @@
 
 #include <cstring>
 
+#include "ehframe/cfi_parser.h"
+#include "ehframe/eh_frame_hdr.h"
+
 namespace stackwalk::internal {
 namespace {
 
@@ -51,6 +54,40 @@ uint32_t DebuglinkCrc(uint32_t crc, const uint8_t* data, size_t size) {
   return ~crc;
 }
 
+const char* ElfOpenErrorString(ElfOpenError error) {
+  switch (error) {
+    case ElfOpenError::kNone:
+      return "no error";
+    case ElfOpenError::kCannotOpen:
+      return "cannot open";
+    case ElfOpenError::kDirectory:
+      return "is a directory";
+    case ElfOpenError::kNotRegular:
+      return "not a regular file";
+    case ElfOpenError::kEmpty:
+      return "empty file";
+    case ElfOpenError::kCannotMap:
+      return "cannot map";
+    case ElfOpenError::kNotElf:
+      return "not an ELF file";
+    case ElfOpenError::kWrongClass:
+#if __SIZEOF_POINTER__ == 8
+      return "a 32-bit ELF file (this build reads 64-bit ones)";
+#else
+      return "a 64-bit ELF file (this build reads 32-bit ones)";
+#endif
+    case ElfOpenError::kTruncated:
+      return "truncated ELF file (headers past its end)";
+  }
+  return "unknown error";
+}
+
+bool ElfImage::Fail(ElfOpenError error, int err) {
+  open_error_ = error;
+  open_errno_ = err;
+  return false;
+}
+
 bool ElfImage::Open(const char* path) {
   Close();
   int saved_errno = errno;
@@ -59,16 +96,32 @@ bool ElfImage::Open(const char* path) {
     fd = open(path, O_RDONLY | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   bool ok = false;
-  if (fd >= 0) {
+  if (fd < 0) {
+    Fail(ElfOpenError::kCannotOpen, errno);
+  } else {
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (fstat(fd, &st) != 0) {
+      Fail(ElfOpenError::kCannotOpen, errno);
+    } else if (S_ISDIR(st.st_mode)) {
+      Fail(ElfOpenError::kDirectory);
+    } else if (!S_ISREG(st.st_mode)) {
+      Fail(ElfOpenError::kNotRegular);
+    } else if (st.st_size <= 0) {
+      Fail(ElfOpenError::kEmpty);
+    } else {
       void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map != MAP_FAILED) {
+      if (map == MAP_FAILED) {
+        Fail(ElfOpenError::kCannotMap, errno);
+      } else {
         base_ = static_cast<const uint8_t*>(map);
         size_ = static_cast<size_t>(st.st_size);
         mapped_ = true;
         ok = Index();
-        if (!ok) Close();
+        if (!ok) {
+          const ElfOpenError error = open_error_;
+          Close();
+          open_error_ = error;
+        }
       }
     }
     close(fd);
@@ -83,7 +136,9 @@ bool ElfImage::OpenMemory(const uint8_t* bytes, size_t size) {
   size_ = size;
   mapped_ = false;
   if (!Index()) {
+    const ElfOpenError error = open_error_;
     Close();
+    open_error_ = error;
     return false;
   }
   return true;
@@ -102,18 +157,36 @@ void ElfImage::Close() {
   debuglink_crc_ = 0;
   has_debug_info_ = false;
   mini_debuginfo_offset_ = mini_debuginfo_size_ = 0;
+  eh_frame_hdr_offset_ = eh_frame_hdr_size_ = eh_frame_hdr_addr_ = 0;
+  eh_frame_offset_ = eh_frame_size_ = eh_frame_addr_ = 0;
+  open_error_ = ElfOpenError::kNone;
+  open_errno_ = 0;
 }
 
 bool ElfImage::Index() {
-  ElfW(Ehdr) eh;
-  if (!Get(base_, size_, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return false;
+  if (size_ < SELFMAG || std::memcmp(base_, ELFMAG, SELFMAG) != 0) {
+    return Fail(ElfOpenError::kNotElf);
+  }
 #if __SIZEOF_POINTER__ == 8
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return false;
+  constexpr unsigned char kClass = ELFCLASS64;
 #else
-  if (eh.e_ident[EI_CLASS] != ELFCLASS32) return false;
+  constexpr unsigned char kClass = ELFCLASS32;
 #endif
+  if (size_ <= EI_CLASS) return Fail(ElfOpenError::kTruncated);
+  if (base_[EI_CLASS] != kClass) return Fail(ElfOpenError::kWrongClass);
+  ElfW(Ehdr) eh;
+  if (!Get(base_, size_, 0, &eh)) return Fail(ElfOpenError::kTruncated);
+  // The header tables must lie inside the file: a file cut short (an interrupted copy) is
+  // refused rather than read as an object without symbols.
+  auto fits = [this](uint64_t offset, uint64_t count, uint64_t entry) {
+    return count == 0 || (offset <= size_ && entry != 0 && count <= (size_ - offset) / entry);
+  };
+  if (!fits(eh.e_phoff, eh.e_phnum, eh.e_phentsize) ||
+      !fits(eh.e_shoff, eh.e_shnum, eh.e_shentsize)) {
+    return Fail(ElfOpenError::kTruncated);
+  }
   type_ = eh.e_type;
-  if (eh.e_shentsize != sizeof(ElfW(Shdr))) return eh.e_shnum == 0;
+  if (eh.e_shentsize != sizeof(ElfW(Shdr))) return eh.e_shnum == 0 || Fail(ElfOpenError::kNotElf);
   section_headers_ = eh.e_shoff;
   section_count_ = eh.e_shnum;
   ElfW(Shdr) names;
@@ -173,6 +246,14 @@ bool ElfImage::Index() {
     } else if (name != nullptr && std::strcmp(name, ".gnu_debugdata") == 0) {
       mini_debuginfo_offset_ = sh.sh_offset;
       mini_debuginfo_size_ = sh.sh_size;
+    } else if (name != nullptr && std::strcmp(name, ".eh_frame_hdr") == 0) {
+      eh_frame_hdr_offset_ = sh.sh_offset;
+      eh_frame_hdr_size_ = sh.sh_size;
+      eh_frame_hdr_addr_ = sh.sh_addr;
+    } else if (name != nullptr && std::strcmp(name, ".eh_frame") == 0) {
+      eh_frame_offset_ = sh.sh_offset;
+      eh_frame_size_ = sh.sh_size;
+      eh_frame_addr_ = sh.sh_addr;
     }
   }
   return true;
@@ -218,9 +299,10 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
   // first in table order among equals.
   bool found = false;
   Candidate best;
-  // Fallback, as binutils does: the nearest function starting below addr in the same section
-  // (addresses in the padding after a function, or in assembly without sizes).
+  // Fallback for functions without a size (assembly): the nearest function starting below
+  // addr in the same section, if every function starting there has no size.
   bool below_found = false;
+  bool below_sized = false;
   Candidate below;
   uint32_t below_name = 0;
   uint32_t file = 0;
@@ -228,11 +310,19 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
     Candidate c;
     uint32_t name = 0;
     if (!DecodeCandidate(t, i, &file, &c, &name) || c.value > addr) continue;
-    if (!c.is_object &&
-        (!below_found || c.value > below.value || (c.value == below.value && c.rank > below.rank))) {
-      below = c;
-      below_name = name;
-      below_found = true;
+    if (!c.is_object) {
+      if (!below_found || c.value > below.value) {
+        below = c;
+        below_name = name;
+        below_found = true;
+        below_sized = c.size != 0;
+      } else if (c.value == below.value) {
+        below_sized = below_sized || c.size != 0;
+        if (c.rank > below.rank) {
+          below = c;
+          below_name = name;
+        }
+      }
     }
     if (c.size == 0 || addr - c.value >= c.size) continue;
     if (!found || c.size < best.size || (c.size == best.size && c.rank > best.rank)) {
@@ -242,7 +332,8 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
       found = true;
     }
   }
-  if (!found && below_found && SectionContains(below.section, addr)) {
+  if (!found && below_found && !below_sized && SectionContains(below.section, addr) &&
+      ZeroSizeSymbolReaches(below.value, addr)) {
     below.name = NameAt(t, below_name);
     if (below.name != nullptr && below.name[0] != '\0') {
       best = below;
@@ -256,6 +347,40 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
     out->file = NameAt(t, best.file_offset);
   }
   return found;
+}
+
+bool ElfImage::FdeRange(uint64_t addr, uint64_t* lo, uint64_t* hi) const {
+  if (base_ == nullptr || eh_frame_hdr_size_ == 0 || eh_frame_size_ == 0) return false;
+  // The tables are read where the file is mapped: their pc-relative and data-relative
+  // pointers hold if both sections sit at the same distance from their link-time addresses
+  // (one segment), and the mapping's addresses are those plus `bias`.
+  if (eh_frame_hdr_addr_ - eh_frame_hdr_offset_ != eh_frame_addr_ - eh_frame_offset_) return false;
+  const uint64_t mem = reinterpret_cast<uintptr_t>(base_);
+  const uint64_t bias = mem + eh_frame_hdr_offset_ - eh_frame_hdr_addr_;
+  EhFrameSection section;
+  section.hdr = mem + eh_frame_hdr_offset_;
+  section.bounds = {mem, mem + size_};
+  section.address_size = static_cast<int>(sizeof(void*));
+  const uint64_t pc = addr + bias;
+  const uint64_t fde_at = FindFde(section, pc);
+  Fde fde;
+  if (fde_at == 0 || ParseFde(section, fde_at, &fde) != CfiError::kOk || pc < fde.pc_begin ||
+      pc >= fde.pc_end) {
+    return false;
+  }
+  // Hostile ranges can wrap around in one space and not in the other.
+  if (fde.pc_begin - bias > addr || fde.pc_end - bias <= addr) return false;
+  *lo = fde.pc_begin - bias;
+  *hi = fde.pc_end - bias;
+  return true;
+}
+
+bool ElfImage::ZeroSizeSymbolReaches(uint64_t start, uint64_t addr) const {
+  if (addr == start) return true;
+  uint64_t lo, hi;
+  if (FdeRange(start, &lo, &hi)) return addr < hi;
+  // The symbol's code has no FDE: an FDE at addr belongs to another function.
+  return !FdeRange(addr, &lo, &hi);
 }
 
 void ElfImage::ForEachCandidate(void (*visit)(void* context, int table, const Candidate& c),
@@ -285,6 +410,28 @@ bool ElfImage::FileOffsetToAddress(uint64_t offset, uint64_t* address) const {
     if (!Get(base_, size_, eh.e_phoff + static_cast<uint64_t>(i) * sizeof(ph), &ph)) return false;
     if (ph.p_type == PT_LOAD && offset >= ph.p_offset && offset - ph.p_offset < ph.p_memsz) {
       *address = ph.p_vaddr + (offset - ph.p_offset);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ElfImage::FindSection(const char* name, uint64_t* addr, uint64_t* size) const {
+  if (base_ == nullptr || section_count_ == 0) return false;
+  ElfW(Ehdr) eh;
+  ElfW(Shdr) names;
+  if (!Get(base_, size_, 0, &eh) ||
+      !Get(base_, size_, section_headers_ + static_cast<uint64_t>(eh.e_shstrndx) * sizeof(names),
+           &names)) {
+    return false;
+  }
+  for (uint32_t i = 0; i < section_count_; ++i) {
+    ElfW(Shdr) sh;
+    if (!Get(base_, size_, section_headers_ + static_cast<uint64_t>(i) * sizeof(sh), &sh)) break;
+    const char* n = StringAt(base_, size_, names.sh_offset, names.sh_size, sh.sh_name);
+    if (n != nullptr && std::strcmp(n, name) == 0) {
+      *addr = sh.sh_addr;
+      *size = sh.sh_size;
       return true;
     }
   }

@@ -10,6 +10,22 @@
 
 namespace stackwalk::internal {
 
+// Why ElfImage::Open failed (kNone after a success).
+enum class ElfOpenError {
+  kNone,
+  kCannotOpen,     // open() or fstat() failed: ElfImage::open_errno() says why
+  kDirectory,      // a directory
+  kNotRegular,     // a device, FIFO or socket
+  kEmpty,          // zero bytes
+  kCannotMap,      // mmap() failed: open_errno() says why
+  kNotElf,         // no ELF magic
+  kWrongClass,     // ELF of the other word size than this process's
+  kTruncated,      // ELF header, program or section headers past the end of the file
+};
+// A static description ("not an ELF file", "truncated ELF file", ...); for kCannotOpen and
+// kCannotMap, strerror(open_errno()) says more. Signal safety: async-signal-safe.
+const char* ElfOpenErrorString(ElfOpenError error);
+
 struct SymbolHit {
   const char* name = nullptr;  // inside the mapping, NUL-terminated; valid while the image is
   uint64_t value = 0;          // link-time address of the symbol
@@ -27,16 +43,23 @@ class ElfImage {
   ~ElfImage() { Close(); }
 
   // Maps the file and indexes its sections. Returns false if it is not a readable ELF file of
-  // this process's class. Signal safety: async-signal-safe.
+  // this process's class; open_error() (and open_errno()) then say why.
+  // Signal safety: async-signal-safe (errno is left as it was).
   bool Open(const char* path);
+  ElfOpenError open_error() const { return open_error_; }
+  int open_errno() const { return open_errno_; }
   // Indexes an ELF image already in memory (tests, fuzzing); the bytes must outlive this.
   bool OpenMemory(const uint8_t* bytes, size_t size);
   void Close();
   bool is_open() const { return base_ != nullptr; }
 
   // The function (or object) symbol covering link-time address `addr`: the smallest sized
-  // symbol containing it, preferring global over weak over local names among aliases; failing
-  // that, as binutils does, the nearest function starting below it in the same section.
+  // symbol containing it ([value, value + size)), preferring global over weak over local names
+  // among aliases; failing that, a function without a size (assembly) starting below it in the
+  // same section, if no sized function starts between them and, where .eh_frame describes
+  // the code, the FDE holding the symbol's start reaches `addr` (see ZeroSizeSymbolReaches).
+  // An address past a sized symbol's end (a local function a stripped object no longer
+  // names) has no symbol.
   // Linear in the table's size (SymbolIndex answers the same in logarithmic time).
   // Signal safety: async-signal-safe.
   bool Lookup(uint64_t addr, SymbolHit* out) const;
@@ -57,8 +80,18 @@ class ElfImage {
   // Signal safety: async-signal-safe if `visit` is.
   void ForEachCandidate(void (*visit)(void* context, int table, const Candidate& c),
                         void* context) const;
+  // The link-time address and size of the section named `name`; false if there is none.
+  bool FindSection(const char* name, uint64_t* addr, uint64_t* size) const;
   // True if section `index` holds link-time address `addr`.
   bool SectionContains(uint32_t index, uint64_t addr) const;
+  // The [lo, hi) link-time range of the .eh_frame FDE covering `addr`, through
+  // .eh_frame_hdr's search table; false without one.
+  // Signal safety: async-signal-safe.
+  bool FdeRange(uint64_t addr, uint64_t* lo, uint64_t* hi) const;
+  // Whether a function symbol without a size starting at `start` may name `addr` (> start):
+  // not if an FDE covers `start` and ends at or below `addr`, nor if an FDE covering `addr`
+  // starts after `start` (another function); yes where no FDE tells.
+  bool ZeroSizeSymbolReaches(uint64_t start, uint64_t addr) const;
 
   // The NT_GNU_BUILD_ID note's bytes; 0 if none.
   int build_id_size() const { return build_id_size_; }
@@ -91,6 +124,7 @@ class ElfImage {
     uint64_t strings_size = 0;
   };
   bool Index();
+  bool Fail(ElfOpenError error, int err = 0);
   bool LookupIn(const Table& table, uint64_t addr, SymbolHit* out) const;
   // Decodes symbol i of `table` into *c if it is a candidate, its name's string-table offset
   // into *name (c->name and c->file are left unresolved); tracks the STT_FILE symbol that local
@@ -112,6 +146,11 @@ class ElfImage {
   uint64_t mini_debuginfo_offset_ = 0;
   uint64_t mini_debuginfo_size_ = 0;
   uint16_t type_ = 0;
+  ElfOpenError open_error_ = ElfOpenError::kNone;
+  int open_errno_ = 0;
+  // .eh_frame_hdr and .eh_frame: file offsets, sizes and link-time addresses (0 size: none).
+  uint64_t eh_frame_hdr_offset_ = 0, eh_frame_hdr_size_ = 0, eh_frame_hdr_addr_ = 0;
+  uint64_t eh_frame_offset_ = 0, eh_frame_size_ = 0, eh_frame_addr_ = 0;
   uint64_t section_headers_ = 0;  // file offset
   uint32_t section_count_ = 0;
 };

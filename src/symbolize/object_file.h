@@ -6,6 +6,7 @@
 #define STACKWALK_SRC_SYMBOLIZE_OBJECT_FILE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct ObjectFile {
   // The two symbol sources sorted by address, for lookups in batches.
   SymbolIndex symbols_index;
   SymbolIndex mini_index;
+  // Why the object itself could not be read ("No such file or directory", "not an ELF file",
+  // "truncated ELF file ...", ...); empty if it could.
+  std::string error;
 
   // Opens everything there is for `path`; what is missing stays empty.
   void Load(const std::string& path, const std::string& debug_root = "/usr/lib/debug") {
@@ -50,8 +54,16 @@ struct ObjectFile {
         has_mini = mini.OpenMemory(mini_bytes.data(), mini_bytes.size());
       }
     }
-    if (has_symbols) symbols_index.Build(symbols);
-    if (has_mini) mini_index.Build(mini);
+    if (!has_file) {
+      error = file.open_error() == ElfOpenError::kCannotOpen ||
+                      file.open_error() == ElfOpenError::kCannotMap
+                  ? std::strerror(file.open_errno())
+                  : ElfOpenErrorString(file.open_error());
+    }
+    // Functions without a size end where the object's FDEs say (a debug file has none).
+    const ElfImage* frames = has_file ? &file : nullptr;
+    if (has_symbols) symbols_index.Build(symbols, frames);
+    if (has_mini) mini_index.Build(mini, frames);
   }
 
   // The symbol at link-time address `addr`: from the MiniDebugInfo and the symbol table, the

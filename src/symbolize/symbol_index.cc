@@ -14,8 +14,9 @@ uint64_t EndOf(const ElfImage::Candidate& c) {
 
 }  // namespace
 
-void SymbolIndex::Build(const ElfImage& image) {
+void SymbolIndex::Build(const ElfImage& image, const ElfImage* frames) {
   image_ = &image;
+  frames_ = frames != nullptr ? frames : &image;
   for (Table& t : tables_) {
     t.entries.clear();
     t.max_end.clear();
@@ -59,19 +60,21 @@ bool SymbolIndex::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const 
   }
   if (best == nullptr) {
     // The nearest function below: the highest address any function starts at, then the best
-    // binding there, then the first in table order.
+    // binding there, then the first in table order; only if no function there has a size.
     const Entry* below = nullptr;
+    bool sized = false;
     for (size_t i = upper; i > 0; --i) {
       const Entry& e = t.entries[i - 1];
       if (below != nullptr && e.symbol.value != below->symbol.value) break;
       if (e.symbol.is_object) continue;
+      sized = sized || e.symbol.size != 0;
       if (below == nullptr || e.symbol.rank > below->symbol.rank ||
           (e.symbol.rank == below->symbol.rank && e.order < below->order)) {
         below = &e;
       }
     }
-    if (below == nullptr || !image_->SectionContains(below->symbol.section, addr) ||
-        !Nameable(below->symbol)) {
+    if (below == nullptr || sized || !image_->SectionContains(below->symbol.section, addr) ||
+        !Nameable(below->symbol) || !frames_->ZeroSizeSymbolReaches(below->symbol.value, addr)) {
       return false;
     }
     best = below;

@@ -199,7 +199,10 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
   if (!status.ok()) return status;
   try {
     if (!readable) {
-      return absl::NotFoundError(absl::StrCat(path, ": not a readable ELF file of this class"));
+      // Why, as the object's reader found it (no such file, a directory, not ELF, truncated...).
+      const std::string& why = impl_->ObjectFor(path)->error;
+      return absl::NotFoundError(
+          absl::StrCat(path, ": ", why.empty() ? "not a readable ELF file of this class" : why));
     }
     for (SymbolizedFrame& f : frames) {
       f.pc = address;

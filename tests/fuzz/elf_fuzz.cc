@@ -34,6 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+  // The .eh_frame_hdr search that bounds functions without a size.
+  uint64_t lo = 0, hi = 0;
+  for (uint64_t a : {addr, addr & 0xffff, uint64_t{0x1000}}) {
+    if (image.FdeRange(a, &lo, &hi) && (a < lo || a >= hi)) __builtin_trap();
+  }
   volatile int id = image.build_id_size();
   (void)id;
   if (image.debuglink() != nullptr) {
