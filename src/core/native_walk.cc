@@ -1,5 +1,6 @@
 #include "core/native_walk.h"
 
+#include <atomic>
 #include <new>
 
 #include "fp/fp_step.h"
@@ -25,6 +26,40 @@ constexpr int kMaxSteps = 1 << 16;
 
 StepEnv::~StepEnv() {
   if (reader_ != nullptr) reader_->~Reader();
+}
+
+namespace {
+
+// The executable segment the calling thread's last IsCode() found, tagged with the module map
+// generation it came from. Written generation last, so that a signal handler interrupting the
+// update on this thread sees either the old range or none.
+struct LastCodeRange {
+  uint64_t generation = ~uint64_t{0};
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastCodeRange t_last_code;
+
+}  // namespace
+
+bool StepEnv::IsCode(uint64_t pc) const {
+  const uint64_t generation = ModuleMap::Global().rebuild_count();
+  LastCodeRange& last = t_last_code;
+  if (last.generation == generation && pc >= last.lo && pc < last.hi) return true;
+  const ModuleSnapshot* snapshot = Snapshot();
+  const Module* m = snapshot != nullptr ? snapshot->FindExecutable(pc) : nullptr;
+  if (m == nullptr) return CodeMap(snapshot).IsCode(pc);
+  for (int i = 0; i < m->exec_count; ++i) {
+    if (!m->exec[i].Contains(pc)) continue;
+    last.generation = ~uint64_t{0};
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    last.lo = m->exec[i].lo;
+    last.hi = m->exec[i].hi;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    last.generation = snapshot->generation() == generation ? generation : ~uint64_t{0};
+    break;
+  }
+  return true;
 }
 
 const ModuleSnapshot* StepEnv::Snapshot() const {
@@ -78,7 +113,7 @@ StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const S
 #else
   switch (method) {
     case STACKWALK_FP:
-      return FpStepRecordAtFp(regs, memory, state);
+      return FpStepRecordAtFp(regs, memory, env, state);
     case STACKWALK_EHFRAME:
       return EhFrameStep(regs, memory, env.locator(), state);
     case STACKWALK_AUTO: {
@@ -86,7 +121,7 @@ StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const S
       // assembly), which the frame-pointer step validates like any other.
       StepResult r = EhFrameStep(regs, memory, env.locator(), state);
       if (r != StepResult::kNoRule) return r;
-      return FpStepRecordAtFp(regs, memory, state);
+      return FpStepRecordAtFp(regs, memory, env, state);
     }
     default:
       return StepResult::kNoRule;
@@ -232,6 +267,9 @@ void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState
       }
       break;
     }
+    // Not code: the validated step ends the walk here (a replay only matches logged frames, whose
+    // return addresses passed this check).
+    if (!env.IsCode(ra - 1)) break;
     logged.fp_addr = fp;
     logged.fp_val = record[0];
     logged.flags |= FrameLog::kCfaFromFp | FrameLog::kRestoresFp;
@@ -490,7 +528,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
         compiled.valid) {
       cache->Insert(key, generation, compiled);
     } else if (r == StepResult::kNoRule && method == STACKWALK_AUTO) {
-      r = FpStepRecordAtFp(regs, memory, &state);
+      r = FpStepRecordAtFp(regs, memory, env, &state);
     }
     if (r != StepResult::kOk) return r;
     out.Emit(regs.pc());
