@@ -428,8 +428,9 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
                   Emitter& out) {
   const int region = memory.RegionOf(regs.sp());
   // One region, the log's: a second one (a sigaltstack) could take a walk where the log's did
-  // not go.
-  if (region < 0 || memory.region_count() != 1 || memory.region(region).lo != log.region_lo() ||
+  // not go. It must hold the log's (a walk from a signal context reads only the pages it probed,
+  // StackMemory::VerifyPages, which may start above the log's).
+  if (region < 0 || memory.region_count() != 1 || memory.region(region).lo > log.region_lo() ||
       memory.region(region).hi != log.region_hi()) {
     log.Invalidate();  // another stack than the log's: never read its slots
     return StepResult::kNoRule;
