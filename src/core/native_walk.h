@@ -30,6 +30,12 @@ class StepEnv {
   // executable segment of one module, for the current module map generation) without pinning
   // the snapshot: most return addresses of a walk fall in a few modules.
   bool IsCode(uint64_t pc) const;
+  // Whether a caller's pc lies in code: the call before a return address (pc - 1), or pc
+  // itself when exact or at the start of a code range (a signal trampoline the handler returns
+  // to, which begins a page of its own under qemu-user).
+  bool IsReturnAddress(uint64_t pc, bool exact) const {
+    return (!exact && IsCode(pc - 1)) || IsCode(pc);
+  }
   NativeLocator locator() const { return NativeLocator(Snapshot()); }
   NativeExidxLocator exidx_locator() const { return NativeExidxLocator(Snapshot()); }
 

@@ -11,7 +11,8 @@
 // regions (off a sigaltstack). The return address must lie in code (CodeMap::IsCode(ra - 1)): a
 // register that is no frame pointer in code built without them (a sample in libc, the record of
 // a callback called from there) can point at stack words that pass every stack check, and the
-// walk must end there rather than report a data word as a frame.
+// walk must end there rather than report a data word as a frame. (`ra` itself may be code where
+// ra - 1 is not: a signal trampoline at the start of its own page, as qemu-user maps it.)
 #ifndef STACKWALK_SRC_FP_FP_STEP_H_
 #define STACKWALK_SRC_FP_FP_STEP_H_
 
@@ -41,7 +42,7 @@ StepResult FpStepRecordAtFp(Regs<Arch>& regs, Memory& memory, const Code& code, 
   }
   ra = Arch::ReportedPc(ra);
   if (ra == 0) return StepResult::kEndOfStack;
-  if (!code.IsCode(ra - 1)) return StepResult::kInvalidFrame;
+  if (!code.IsCode(ra - 1) && !code.IsCode(ra)) return StepResult::kInvalidFrame;
   regs.ForgetAll();  // only pc, sp and fp are known in the caller
   state->pc_is_exact = false;
   regs.set_pc(ra);
