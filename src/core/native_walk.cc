@@ -112,7 +112,7 @@ int CheckMethod(int method) {
 
 namespace {
 
-// A CFI step's caller must be code: a wrong rule (a damaged table, a sample where the rules do
+// A table step's caller must be code: a wrong rule (a damaged table, a sample where the rules do
 // not hold) reads a data word as the return address, and the walk ends there instead.
 [[maybe_unused]] bool CallerInCode(const NativeRegs& regs, const WalkState& state,
                                    const StepEnv& env) {
@@ -127,11 +127,15 @@ StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const S
   switch (method) {
     case STACKWALK_FP:
       return FpStepArm(regs, memory, env.code(), state);
-    case STACKWALK_EXIDX:
-      return ExidxStep(regs, memory, env.exidx_locator(), state);
+    case STACKWALK_EXIDX: {
+      StepResult r = ExidxStep(regs, memory, env.exidx_locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
+      return r;
+    }
     case STACKWALK_AUTO: {
       // The EHABI tables where they cover the PC; the frame-pointer record elsewhere.
       StepResult r = ExidxStep(regs, memory, env.exidx_locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
       if (r != StepResult::kNoRule) return r;
       return FpStepArm(regs, memory, env.code(), state);
     }
@@ -218,6 +222,7 @@ StepResult ExidxLoop(int method, NativeRegs& regs, StackMemory& memory, const St
       }
     }
     if (r != StepResult::kOk) return r;
+    if (!CallerInCode(regs, state, env)) return StepResult::kInvalidFrame;
     out.Emit(regs.pc());
   }
   return StepResult::kOk;
