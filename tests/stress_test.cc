@@ -92,7 +92,11 @@ bool AllKnown(void* const* pcs, int n, std::string* unknown,
       in_also |= (pc >= range.first && pc < range.second) || (at >= range.first && at < range.second);
     }
     if (in_also) continue;
-    if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || info.dli_fname == nullptr) {
+    // A return address may also be the first byte of an object (its headers open its code
+    // segment): a frame-pointer walk on arm32 can take a stale word holding one for a frame.
+    const bool known = (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_fname != nullptr) ||
+                       (dladdr(reinterpret_cast<void*>(at), &info) != 0 && info.dli_fname != nullptr);
+    if (!known) {
       char text[64];
       std::snprintf(text, sizeof(text), "frame %d at %p", i, pcs[i]);
       *unknown = text;
