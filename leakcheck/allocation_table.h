@@ -35,15 +35,27 @@ class AllocationTable {
   // started, or by another allocator).
   bool Remove(uintptr_t address, Allocation* removed = nullptr);
 
-  // Calls fn(const Allocation&) for every live allocation. Takes every shard lock.
+  // Calls fn(const Allocation&) for every live allocation, as one consistent view: every shard
+  // lock is held for the whole walk (taken one shard at a time, a block freed in a shard already
+  // walked and a new one made in a shard not walked yet were both counted, and totals reported
+  // while threads ran could exceed anything the program ever held). Does nothing and returns
+  // false if more than `max_items` are live; fn must not allocate.
   template <class Fn>
-  void ForEach(Fn&& fn) {
+  bool ForEach(uint64_t max_items, Fn&& fn) {
+    LockAll();
+    uint64_t live = 0;
+    for (Shard& shard : shards_) live += shard.live.load(std::memory_order_relaxed);
+    if (live > max_items) {
+      UnlockAll();
+      return false;
+    }
     for (Shard& shard : shards_) {
-      SpinLockHolder hold(shard.lock);
       for (uint64_t i = 0; i < shard.capacity; ++i) {
         if (shard.slots[i].address > 1) fn(shard.slots[i]);
       }
     }
+    UnlockAll();
+    return true;
   }
 
   // Reserves `n` consecutive sequence numbers and returns the first. Threads take them in

@@ -45,14 +45,19 @@ struct ThreadLive {
 class Snapshot {
  public:
   explicit Snapshot(AllocationTable& table) {
-    capacity_ = table.live_count() * 2 + 4096;  // other threads may still be allocating
-    void* mem = mmap(nullptr, capacity_ * sizeof(Allocation), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return;
-    items_ = static_cast<Allocation*>(mem);
-    table.ForEach([this](const Allocation& a) {
-      if (size_ < capacity_) items_[size_++] = a;
-    });
+    // Room for more than are live now (other threads may still be allocating), and more again
+    // if they were faster.
+    for (uint64_t room = table.live_count() * 2 + 4096;; room *= 2) {
+      void* mem = mmap(nullptr, room * sizeof(Allocation), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (mem == MAP_FAILED) return;
+      items_ = static_cast<Allocation*>(mem);
+      capacity_ = room;
+      size_ = 0;
+      if (table.ForEach(room, [this](const Allocation& a) { items_[size_++] = a; })) return;
+      munmap(items_, capacity_ * sizeof(Allocation));
+      items_ = nullptr;
+    }
   }
   ~Snapshot() {
     if (items_ != nullptr) munmap(items_, capacity_ * sizeof(Allocation));

@@ -83,6 +83,25 @@ TYPED_TEST(RecordAtFpTest, CallerSpIsJustAboveTheRecord) {
   EXPECT_EQ(regs.fp(), kStack + 0x200);
 }
 
+// A record that passes every stack check but holds a data word where the return address goes (a
+// register that is no frame pointer, in code built without them): the walk ends before it.
+TYPED_TEST(RecordAtFpTest, ReturnAddressOutsideCodeEndsTheWalk) {
+  FakeMemory mem(kStack, kStackSize);
+  std::vector<uint64_t> fps{kStack + 0x100, kStack + 0x180, kStack + 0x400};
+  PutChain<TypeParam>(mem, fps, {0x401000, 0x6118b789ef00, 0x403000});
+  FakeCodeMap code;
+  code.AddCode(0x400000, 0x410000);
+  Regs<TypeParam> regs;
+  regs.set_pc(0x400500);
+  regs.set_sp(kStack + 0xf0);
+  regs.set_fp(fps[0]);
+  WalkState state;
+  ASSERT_EQ(FpStepRecordAtFp(regs, mem, code, &state), StepResult::kOk);
+  EXPECT_EQ(regs.pc(), 0x401000u);
+  EXPECT_EQ(FpStepRecordAtFp(regs, mem, code, &state), StepResult::kInvalidFrame);
+  EXPECT_EQ(regs.pc(), 0x401000u);  // unchanged: the bad frame is not taken
+}
+
 TYPED_TEST(RecordAtFpTest, UnmappedFramePointerEndsCleanly) {
   FakeMemory mem(kStack, kStackSize);
   PutChain<TypeParam>(mem, {kStack + 0x100}, {0x401000});

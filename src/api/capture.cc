@@ -39,6 +39,8 @@ int WalkFromContext(const void* ucontext, void** pcs, int max, int method) {
         static_cast<uintptr_t>(internal::NativeArch::ReportedPc(regs.pc())));
     return 1;
   }
+  // The interrupted thread's stack may have changed since its bounds were cached.
+  memory.VerifyPages(regs.sp());
   return internal::WalkToArray(method, regs, memory, pcs, max, 0);
 }
 

@@ -63,7 +63,7 @@ Cursor Cursor::FromContext(const void* ucontext, Method method) {
   CursorState* s = new (c.storage_) CursorState();
   internal::RegsFromUcontext(static_cast<const ucontext_t*>(ucontext), &s->regs);
   // Without a known stack the first frame is still reported; Step() then stops.
-  s->memory.InitForCurrentThread(s->regs.sp());
+  if (s->memory.InitForCurrentThread(s->regs.sp())) s->memory.VerifyPages(s->regs.sp());
   return c;
 }
 

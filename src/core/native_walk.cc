@@ -1,10 +1,12 @@
 #include "core/native_walk.h"
 
+#include <atomic>
 #include <new>
 
 #include "fp/fp_step.h"
 #include "stackwalk/stackwalk.h"
 
+#include "core/proc_maps.h"
 #include "core/rule_cache.h"
 #if defined(STACKWALK_ARCH_ARM)
 #include "exidx/exidx_step.h"
@@ -25,6 +27,56 @@ constexpr int kMaxSteps = 1 << 16;
 
 StepEnv::~StepEnv() {
   if (reader_ != nullptr) reader_->~Reader();
+}
+
+namespace {
+
+// The executable segment the calling thread's last IsCode() found, tagged with the module map
+// generation it came from. Written generation last, so that a signal handler interrupting the
+// update on this thread sees either the old range or none.
+struct LastCodeRange {
+  uint64_t generation = ~uint64_t{0};
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastCodeRange t_last_code;
+
+}  // namespace
+
+static void RememberCode(uint64_t lo, uint64_t hi, uint64_t generation) {
+  LastCodeRange& last = t_last_code;
+  last.generation = ~uint64_t{0};
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  last.lo = lo;
+  last.hi = hi;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  last.generation = generation;
+}
+
+bool StepEnv::IsCode(uint64_t pc) const {
+  const uint64_t generation = ModuleMap::Global().rebuild_count();
+  const LastCodeRange& last = t_last_code;
+  if (last.generation == generation && pc >= last.lo && pc < last.hi) return true;
+  const ModuleSnapshot* snapshot = Snapshot();
+  const Module* m = snapshot != nullptr ? snapshot->Find(pc) : nullptr;
+  if (m != nullptr) {
+    // A known module: its executable segments only.
+    for (int i = 0; i < m->exec_count; ++i) {
+      if (!m->exec[i].Contains(pc)) continue;
+      if (snapshot->generation() == generation) RememberCode(m->exec[i].lo, m->exec[i].hi, generation);
+      return true;
+    }
+    return false;
+  }
+  // Loaded since the snapshot: glibc knows, without a lock.
+  if (CodeMap(snapshot).IsCode(pc)) return true;
+  // Executable memory outside every loaded object (JIT code; qemu-user's signal trampoline):
+  // one /proc/self/maps read, remembered. Values no user mapping can hold are refused first.
+  if (pc < 4096 || pc >= (uint64_t{1} << 48)) return false;
+  Mapping mapping;
+  if (!FindMapping(pc, &mapping) || !mapping.executable) return false;
+  RememberCode(mapping.range.lo, mapping.range.hi, generation);
+  return true;
 }
 
 const ModuleSnapshot* StepEnv::Snapshot() const {
@@ -58,17 +110,32 @@ int CheckMethod(int method) {
   }
 }
 
+namespace {
+
+// A table step's caller must be code: a wrong rule (a damaged table, a sample where the rules do
+// not hold) reads a data word as the return address, and the walk ends there instead.
+[[maybe_unused]] bool CallerInCode(const NativeRegs& regs, const WalkState& state,
+                                   const StepEnv& env) {
+  return env.IsReturnAddress(regs.pc(), state.pc_is_exact);
+}
+
+}  // namespace
+
 StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
                       WalkState* state) {
 #if defined(STACKWALK_ARCH_ARM)
   switch (method) {
     case STACKWALK_FP:
       return FpStepArm(regs, memory, env.code(), state);
-    case STACKWALK_EXIDX:
-      return ExidxStep(regs, memory, env.exidx_locator(), state);
+    case STACKWALK_EXIDX: {
+      StepResult r = ExidxStep(regs, memory, env.exidx_locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
+      return r;
+    }
     case STACKWALK_AUTO: {
       // The EHABI tables where they cover the PC; the frame-pointer record elsewhere.
       StepResult r = ExidxStep(regs, memory, env.exidx_locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
       if (r != StepResult::kNoRule) return r;
       return FpStepArm(regs, memory, env.code(), state);
     }
@@ -78,15 +145,19 @@ StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const S
 #else
   switch (method) {
     case STACKWALK_FP:
-      return FpStepRecordAtFp(regs, memory, state);
-    case STACKWALK_EHFRAME:
-      return EhFrameStep(regs, memory, env.locator(), state);
+      return FpStepRecordAtFp(regs, memory, env, state);
+    case STACKWALK_EHFRAME: {
+      StepResult r = EhFrameStep(regs, memory, env.locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
+      return r;
+    }
     case STACKWALK_AUTO: {
       // CFI where it exists; the frame-pointer record for code without any (JIT, hand-written
       // assembly), which the frame-pointer step validates like any other.
       StepResult r = EhFrameStep(regs, memory, env.locator(), state);
+      if (r == StepResult::kOk && !CallerInCode(regs, *state, env)) return StepResult::kInvalidFrame;
       if (r != StepResult::kNoRule) return r;
-      return FpStepRecordAtFp(regs, memory, state);
+      return FpStepRecordAtFp(regs, memory, env, state);
     }
     default:
       return StepResult::kNoRule;
@@ -151,6 +222,7 @@ StepResult ExidxLoop(int method, NativeRegs& regs, StackMemory& memory, const St
       }
     }
     if (r != StepResult::kOk) return r;
+    if (!CallerInCode(regs, state, env)) return StepResult::kInvalidFrame;
     out.Emit(regs.pc());
   }
   return StepResult::kOk;
@@ -232,6 +304,9 @@ void FpWalk(NativeRegs& regs, StackMemory& memory, const StepEnv& env, WalkState
       }
       break;
     }
+    // Not code: the validated step ends the walk here (a replay only matches logged frames, whose
+    // return addresses passed this check).
+    if (!env.IsReturnAddress(ra, false)) break;
     logged.fp_addr = fp;
     logged.fp_val = record[0];
     logged.flags |= FrameLog::kCfaFromFp | FrameLog::kRestoresFp;
@@ -276,7 +351,7 @@ constexpr StepResult kLogMatch = StepResult::kNoRule;
 // the region holding sp, each step recorded in the thread's FrameLog. Returns kOk when the next
 // frame needs the full step (a miss, a region switch, anything unusual), kEndOfStack when a
 // cached rule says the stack ends, kLogMatch (with *match) at a frame the log can replay from.
-StepResult CachedSteps(const RuleCache& cache, FrameLog* log, uint64_t generation,
+StepResult CachedSteps(const RuleCache& cache, const StepEnv& env, FrameLog* log, uint64_t generation,
                        NativeRegs& regs, StackMemory& memory, WalkState& state, Emitter& out,
                        bool* used, int* match) {
   const int region = memory.RegionOf(regs.sp());
@@ -352,7 +427,9 @@ StepResult CachedSteps(const RuleCache& cache, FrameLog* log, uint64_t generatio
       logged.fp_val = logged.ra_val;
     }
     const uint64_t next_pc = NativeArch::ReportedPc(ra);
-    if (next_pc == 0 || (cfa == sp && next_pc == pc)) break;  // the full step decides
+    // The full step decides on an end, a step that does not move, and a return address outside
+    // code (which it refuses).
+    if (next_pc == 0 || (cfa == sp && next_pc == pc) || !env.IsReturnAddress(next_pc, false)) break;
     if constexpr (NativeArch::kLr >= 0) {
       if (rule->lr_offset != 0) {
         lr = ra;
@@ -390,8 +467,9 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
                   Emitter& out) {
   const int region = memory.RegionOf(regs.sp());
   // One region, the log's: a second one (a sigaltstack) could take a walk where the log's did
-  // not go.
-  if (region < 0 || memory.region_count() != 1 || memory.region(region).lo != log.region_lo() ||
+  // not go. It must hold the log's (a walk from a signal context reads only the pages it probed,
+  // StackMemory::VerifyPages, which may start above the log's).
+  if (region < 0 || memory.region_count() != 1 || memory.region(region).lo > log.region_lo() ||
       memory.region(region).hi != log.region_hi()) {
     log.Invalidate();  // another stack than the log's: never read its slots
     return StepResult::kNoRule;
@@ -468,7 +546,7 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
     if (cache != nullptr) {
       int match = -1;
       StepResult r =
-          CachedSteps(*cache, log, generation, regs, memory, state, out, used_compact, &match);
+          CachedSteps(*cache, env, log, generation, regs, memory, state, out, used_compact, &match);
       if (r == kLogMatch) {
         *used_compact = true;  // the replay restores pc, sp and fp only: a full retry may need more
         r = Replay(*log, match, regs, memory, state, out);
@@ -490,9 +568,10 @@ StepResult CfiLoop(int method, NativeRegs& regs, StackMemory& memory, const Step
         compiled.valid) {
       cache->Insert(key, generation, compiled);
     } else if (r == StepResult::kNoRule && method == STACKWALK_AUTO) {
-      r = FpStepRecordAtFp(regs, memory, &state);
+      r = FpStepRecordAtFp(regs, memory, env, &state);
     }
     if (r != StepResult::kOk) return r;
+    if (!CallerInCode(regs, state, env)) return StepResult::kInvalidFrame;
     out.Emit(regs.pc());
   }
   return StepResult::kOk;

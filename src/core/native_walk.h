@@ -15,7 +15,8 @@
 namespace stackwalk::internal {
 
 // What a step reads besides the stack: the module snapshot, pinned on first use only, so that
-// a frame-pointer walk on x86_64/aarch64 never touches it. One per walk, or per Cursor::Step.
+// a frame-pointer walk on x86_64/aarch64 touches it only to check the return addresses of frames
+// the thread's frame log does not know yet. One per walk, or per Cursor::Step.
 // Signal safety: async-signal-safe.
 class StepEnv {
  public:
@@ -25,6 +26,16 @@ class StepEnv {
   StepEnv& operator=(const StepEnv&) = delete;
 
   CodeMap code() const { return CodeMap(Snapshot()); }
+  // CodeMap::IsCode(pc), answered first from the calling thread's last code range (an
+  // executable segment of one module, for the current module map generation) without pinning
+  // the snapshot: most return addresses of a walk fall in a few modules.
+  bool IsCode(uint64_t pc) const;
+  // Whether a caller's pc lies in code: the call before a return address (pc - 1), or pc
+  // itself when exact or at the start of a code range (a signal trampoline the handler returns
+  // to, which begins a page of its own under qemu-user).
+  bool IsReturnAddress(uint64_t pc, bool exact) const {
+    return (!exact && IsCode(pc - 1)) || IsCode(pc);
+  }
   NativeLocator locator() const { return NativeLocator(Snapshot()); }
   NativeExidxLocator exidx_locator() const { return NativeExidxLocator(Snapshot()); }
 

@@ -2,6 +2,12 @@
 // fault. A read succeeds only inside a known stack region: the thread's stack (found once per
 // thread from /proc/self/maps and cached in a thread-local) and, inside a handler running on
 // it, the sigaltstack.
+//
+// The cached bounds hold while the thread's stack mapping stays as it was. A walk from a signal
+// context may meet a stack that changed since (a page in the middle made PROT_NONE or unmapped,
+// a coroutine's stack freed and another mapped over part of it): after VerifyPages() each
+// region is only the pages the walk has probed (one syscall per page, the first time the walk
+// reads it), and grows as the walk reads on.
 #ifndef STACKWALK_SRC_CORE_STACK_MEMORY_H_
 #define STACKWALK_SRC_CORE_STACK_MEMORY_H_
 
@@ -55,6 +61,12 @@ class StackMemory {
   // Adds a region by hand (snapshots, tests). Returns false when full.
   bool AddRegion(AddressRange range);
 
+  // From now on, reads are checked page by page as described above; the region holding `sp`
+  // starts as its page. Signal safety: async-signal-safe.
+  void VerifyPages(uint64_t sp);
+  // Most pages one read may probe to grow a region (a frame of at most kMaxFrameSize).
+  static constexpr uint64_t kMaxProbePages = 1024;
+
   // Copies `size` bytes at `addr` into `out` if they lie inside one region.
   // A miss while walking off a sigaltstack whose thread stack is not yet known looks the
   // thread stack up once.
@@ -65,6 +77,7 @@ class StackMemory {
         return true;
       }
     }
+    if (verify_ && Grow(addr, size)) return Read(addr, out, size);
     if (discover_on_miss_ && DiscoverThreadStack(addr)) return Read(addr, out, size);
     return false;
   }
@@ -74,6 +87,7 @@ class StackMemory {
     for (int i = 0; i < count_; ++i) {
       if (regions_[i].Contains(addr)) return i;
     }
+    if (verify_ && Grow(addr, 1)) return RegionOf(addr);
     if (discover_on_miss_ && DiscoverThreadStack(addr)) return RegionOf(addr);
     return -1;
   }
@@ -87,15 +101,20 @@ class StackMemory {
  private:
   bool DiscoverThreadStack(uint64_t addr);
   bool InitSlow(uint64_t sp);
+  // Probes the pages of [addr, addr + size) the region whose bounds hold it has not probed yet,
+  // and grows that region over them. False if a page is not readable (or too many).
+  bool Grow(uint64_t addr, size_t size);
 
   // The calling thread's stack, found once. Initial-exec TLS: a dlopen'ed libstackwalk lives in
   // glibc's static TLS surplus, so a thread's first access never calls __tls_get_addr (which
   // may malloc).
   __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange thread_stack_{};
 
-  AddressRange regions_[kMaxRegions];
+  AddressRange regions_[kMaxRegions];  // after VerifyPages(): the probed pages of each bound
+  AddressRange bounds_[kMaxRegions];   // the regions as found, when verifying pages
   int count_ = 0;
   bool discover_on_miss_ = false;
+  bool verify_ = false;
 };
 
 }  // namespace stackwalk::internal

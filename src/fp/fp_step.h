@@ -8,7 +8,11 @@
 // Every step is validated: the record must be aligned, inside a known stack region, at or above
 // the stack pointer (which the previous step set just above the previous record, so the walk
 // climbs strictly and always ends) and within kMaxFrameSize of it, except for one move between
-// regions (off a sigaltstack).
+// regions (off a sigaltstack). The return address must lie in code (CodeMap::IsCode(ra - 1)): a
+// register that is no frame pointer in code built without them (a sample in libc, the record of
+// a callback called from there) can point at stack words that pass every stack check, and the
+// walk must end there rather than report a data word as a frame. (`ra` itself may be code where
+// ra - 1 is not: a signal trampoline at the start of its own page, as qemu-user maps it.)
 #ifndef STACKWALK_SRC_FP_FP_STEP_H_
 #define STACKWALK_SRC_FP_FP_STEP_H_
 
@@ -23,8 +27,8 @@ namespace stackwalk::internal {
 
 // The caller's frame pointer is checked by the step that uses it, so that a frame whose record
 // holds a valid return address is reported even when the caller keeps no frame pointer.
-template <class Arch, class Memory>
-StepResult FpStepRecordAtFp(Regs<Arch>& regs, Memory& memory, WalkState* state) {
+template <class Arch, class Memory, class Code>
+StepResult FpStepRecordAtFp(Regs<Arch>& regs, Memory& memory, const Code& code, WalkState* state) {
   constexpr uint64_t w = Arch::kWordSize;
   uint64_t fp = regs.fp();
   if (!regs.Has(Arch::kFp) || fp == 0) return StepResult::kEndOfStack;
@@ -38,12 +42,23 @@ StepResult FpStepRecordAtFp(Regs<Arch>& regs, Memory& memory, WalkState* state) 
   }
   ra = Arch::ReportedPc(ra);
   if (ra == 0) return StepResult::kEndOfStack;
+  if (!code.IsCode(ra - 1) && !code.IsCode(ra)) return StepResult::kInvalidFrame;
   regs.ForgetAll();  // only pc, sp and fp are known in the caller
   state->pc_is_exact = false;
   regs.set_pc(ra);
   regs.set_sp(fp + 2 * w);
   regs.set_fp(next_fp);
   return StepResult::kOk;
+}
+
+// Any nonzero return address counts as code (offline walks of made-up stacks).
+struct AnyCode {
+  bool IsCode(uint64_t) const { return true; }
+};
+
+template <class Arch, class Memory>
+StepResult FpStepRecordAtFp(Regs<Arch>& regs, Memory& memory, WalkState* state) {
+  return FpStepRecordAtFp(regs, memory, AnyCode(), state);
 }
 
 }  // namespace stackwalk::internal
