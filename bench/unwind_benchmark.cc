@@ -8,6 +8,7 @@
 // abseil's GetStackTrace are linked as usual.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <ucontext.h>
 #include <execinfo.h>
 #include <unwind.h>
 
@@ -152,6 +153,15 @@ void BM_StackwalkEhFrameRulesOnly(benchmark::State& state) {
 void BM_StackwalkAuto(benchmark::State& state) {
   Run(state, [](void** pcs, int max) { return stackwalk_backtrace(pcs, max, STACKWALK_AUTO); });
 }
+// From a ucontext_t, as a profiler's signal handler or a crash handler walks (getcontext here, so
+// the loop measures the walk and not the signal delivery).
+void BM_StackwalkFromContext(benchmark::State& state) {
+  Run(state, [](void** pcs, int max) {
+    ucontext_t uc;
+    getcontext(&uc);
+    return stackwalk_backtrace_from_context(&uc, pcs, max, STACKWALK_AUTO);
+  });
+}
 void BM_GlibcBacktrace(benchmark::State& state) {
   Run(state, [](void** pcs, int max) { return backtrace(pcs, max); });
 }
@@ -198,6 +208,7 @@ BENCHMARK(BM_StackwalkEhFrameRulesOnly) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameCold) DEPTHS;
 BENCHMARK(BM_StackwalkEhFrameAfterDlopen) DEPTHS;
 BENCHMARK(BM_StackwalkAuto) DEPTHS;
+BENCHMARK(BM_StackwalkFromContext) DEPTHS;
 BENCHMARK(BM_NongnuUnwBacktrace) DEPTHS;
 BENCHMARK(BM_LibgccUnwindBacktrace) DEPTHS;
 BENCHMARK(BM_GlibcBacktrace) DEPTHS;
