@@ -23,6 +23,14 @@ namespace {
 // method not climb (signal frames may move anywhere).
 constexpr int kMaxSteps = 1 << 16;
 
+// A stack word at an address the walk has bounds-checked. Through memcpy: a hostile context's sp,
+// and so a CFA from it, need not be aligned (the same single load on x86_64 and aarch64).
+inline uint64_t LoadStackWord(uint64_t at) {
+  uint64_t word;
+  __builtin_memcpy(&word, reinterpret_cast<const void*>(static_cast<uintptr_t>(at)), sizeof(word));
+  return word;
+}
+
 }  // namespace
 
 StepEnv::~StepEnv() {
@@ -401,7 +409,7 @@ StepResult CachedSteps(const RuleCache& cache, const StepEnv& env, FrameLog* log
     if (rule->ra_offset != 0) {
       const uint64_t at = cfa + static_cast<int64_t>(rule->ra_offset);
       if (!in_region(at)) break;
-      ra = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(at));
+      ra = LoadStackWord(at);
       logged.ra_addr = at;
       logged.ra_val = ra;
     } else {
@@ -417,7 +425,7 @@ StepResult CachedSteps(const RuleCache& cache, const StepEnv& env, FrameLog* log
     if (rule->fp_offset != 0) {
       const uint64_t at = cfa + static_cast<int64_t>(rule->fp_offset);
       if (!in_region(at)) break;
-      next_fp = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(at));
+      next_fp = LoadStackWord(at);
       logged.fp_addr = at;
       logged.fp_val = next_fp;
       logged.flags |= FrameLog::kRestoresFp;
@@ -480,8 +488,8 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
   StepResult result = StepResult::kNoRule;
   auto unchanged = [&log](int i) {
     const FrameLog::Frame& f = log.frame(i);
-    const uint64_t ra = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(f.ra_addr));
-    const uint64_t fp = *reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(f.fp_addr));
+    const uint64_t ra = LoadStackWord(f.ra_addr);
+    const uint64_t fp = LoadStackWord(f.fp_addr);
     return ((ra ^ f.ra_val) | (fp ^ f.fp_val)) == 0;
   };
   // Frames the caller asked to skip first, through the general emitter.
@@ -519,8 +527,7 @@ StepResult Replay(FrameLog& log, int j, NativeRegs& regs, StackMemory& memory, W
     const FrameLog::Frame& f = log.frame(i);
     if (f.flags & FrameLog::kRestoresFp) {
       // The slot, not the logged value: unchecked slots may have changed.
-      fp = *reinterpret_cast<const uint64_t*>(
-          static_cast<uintptr_t>(f.ra_addr + static_cast<int64_t>(f.fp_slot_offset)));
+      fp = LoadStackWord(f.ra_addr + static_cast<int64_t>(f.fp_slot_offset));
       has_fp = true;
       break;
     }
