@@ -46,7 +46,7 @@ for target in "${targets[@]}"; do
                    UBSAN_OPTIONS=print_stacktrace=1) ;;
     tsan) toolchain=(-DSTACKWALK_SANITIZE=thread -DSTACKWALK_BUILD_BENCHMARKS=OFF
                      -DSTACKWALK_BUILD_EXAMPLES=OFF)
-          run_env=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
+          run_env=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp)
           # TSan delivers asynchronous signals at its own points and takes fatal ones itself, and
           # a child forked from its threads hangs on the first signal: the signal, profiling, fork
           # and crash tests (ASan's run has them) and the peers' comparison (nongnu libunwind
