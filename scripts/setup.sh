@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer and the sanitizers, for tests/fuzz
   valgrind              # the leak checker's oracle
   llvm-14               # llvm-symbolizer-14: the oracle of stackwalk-symbolize's llvm-symbolizer style
+  nlohmann-json3-dev    # JSON outside the capture and recording paths (reports, the symbolizer's output)
+  python3-jsonschema    # tests check every JSON output against its schema in docs/
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then
