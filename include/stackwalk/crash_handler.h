@@ -8,8 +8,10 @@
 //
 // From C, crash_handler_c.h: stackwalk_install_crash_handler(fd).
 //
-// On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT or SIGTRAP the handler, on an alternate stack,
-// writes a report (lines starting "***" say what the others are):
+// On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT or SIGTRAP the handler writes a report (lines
+// starting "***" say what the others are). It runs on the thread's alternate signal stack when
+// the thread has one (the installing thread gets one; others through PrepareThreadForCrashes()),
+// so a stack overflow is reported only on such a thread:
 //
 //   *** stackwalk: SIGSEGV (Segmentation fault), code 1 (SEGV_MAPERR), fault address 0x0
 //   *** pid 4242, thread 4242 (demo)
@@ -30,13 +32,17 @@
 // demangled where abseil's demangler was built in; file:line and inline frames need DWARF, which
 // the handler does not read (not signal-safe): the MODULE+OFFSET tokens are exactly what
 // `stackwalk-symbolize MODULE+OFFSET...` takes, on this machine or on one with the same files
-// (compare the build-ids). A frame outside any known object prints its address only. Paths
+// (compare the build-ids). A frame outside any known object prints its address and
+// "(in no known object)". When the trace fills max_frames a line "*** (more frames not shown)"
+// follows it; if unwinding fails, "*** unwinding failed: <reason>" replaces the frames. Paths
 // containing spaces break the one-line command above (not the report).
 //
 // Then the handler hands the signal to the handler installed before it, or re-raises it with the
 // default action, so exit status and core dumps stay as they were. A crash in several threads
-// at once gets one report; a crash inside the handler itself goes straight to the default
-// action.
+// at once gets one report (the others wait up to 5 seconds for it, then are handed on the same
+// way). A crash inside the handler itself writes no second report: a fault raising the signal
+// being handled (blocked while the handler runs) kills the process with the default action;
+// any other fatal signal is handed on as above.
 #ifndef STACKWALK_CRASH_HANDLER_H_
 #define STACKWALK_CRASH_HANDLER_H_
 

@@ -2,7 +2,8 @@
 //   #1 0x000055d0c0a01234 in demo::Parse(int) (demo+0x1234)
 //
 // Names come from the dynamic symbol table (dladdr): link executables with -rdynamic for their
-// own functions to be named. File:line and inline frames arrive with the symbolizer.
+// own functions to be named. For file:line and inline frames use the DWARF symbolizer
+// (symbolizer.h, native builds); for a crash handler, crash_handler.h.
 #ifndef STACKWALK_FORMAT_H_
 #define STACKWALK_FORMAT_H_
 
@@ -14,20 +15,25 @@ namespace stackwalk {
 struct FrameInfo {
   const void* pc = nullptr;
   std::string function;     // demangled; empty if unknown
-  std::string module_path;  // the loaded object's path; empty if unknown
-  unsigned long long module_offset = 0;  // pc minus the module's load bias (addr2line's input)
+  std::string module_path;  // the object's path (dladdr's, else the module map's); empty if unknown
+  unsigned long long module_offset = 0;  // pc minus the module's load bias; 0 if the module map
+                                         // knows no object at pc. For a return address addr2line
+                                         // wants module_offset - 1 (the call).
 };
 
 // DescribePc()
 //
 // Looks `pc` up. `is_return_address` says the PC follows a call (every frame but the
-// interrupted one of a signal context), so the lookup uses pc - 1, inside the call.
+// interrupted one of a signal context), so the lookup uses pc - 1, inside the call; the
+// returned pc and module_offset are still those of `pc`. A PC in no known object rebuilds
+// the module map once if a library was loaded or unloaded since its last snapshot.
 //
-// Signal safety: NOT async-signal-safe (dladdr, allocation, demangling).
+// Signal safety: NOT async-signal-safe (dladdr, allocation, demangling, module map rebuild).
 FrameInfo DescribePc(const void* pc, bool is_return_address);
 
-// FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)".
-// Unknown parts are left out. Signal safety: NOT async-signal-safe.
+// FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)",
+// <module> being the file name of module_path. Unknown parts are left out.
+// Signal safety: NOT async-signal-safe.
 std::string FormatFrame(int index, const FrameInfo& frame);
 
 // FormatTrace(): the lines of pcs[0..n), one per frame, each ending in '\n'. Set

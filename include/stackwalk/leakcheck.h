@@ -17,11 +17,12 @@
 // GLOB_DAT relocations of each matching object (the main program included), plus dlopen (so
 // matching libraries loaded later are hooked too; their constructors' allocations are not seen)
 // and dlclose (so leaks of unloaded libraries are still named). Blocks freed that it never saw
-// pass through untouched. The C library, the dynamic loader and stackwalk's own libraries are
-// never hooked.
+// pass through untouched. The C library, the dynamic loader, the vDSO and stackwalk's own
+// libraries are never hooked.
 //
 // Under LD_PRELOAD=libstackwalk_leakcheck.so (stackwalk-leakcheck) every object is hooked
-// already: Start() and Stop() return STACKWALK_LEAKCHECK_PRELOADED, Report() works.
+// already: Start() and Stop() return STACKWALK_LEAKCHECK_PRELOADED, Report() works and reports
+// every allocation live in the process.
 //
 // Thread safety: all functions are thread-safe. Signal safety: none is async-signal-safe (use
 // the report_signal option to report on a signal).
@@ -44,13 +45,19 @@ extern "C" {
 #endif
 
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
-// may be null): libraries, ignore_libraries, min_size, max_frames, method, output, format,
-// report_at_exit, report_signal, exitcode, unreachable_only. Forgets what an earlier Start()..Stop() recorded.
+// may be null; a ':' or '\' in a value escaped with '\'): libraries, ignore_libraries,
+// min_size, max_frames, method, output, format, report_at_exit, report_signal, exitcode,
+// follow_exec, unreachable_only. Forgets what an earlier Start()..Stop() recorded. Returns
+// STACKWALK_LEAKCHECK_OK, _BAD_OPTIONS (the text does not parse), _ALREADY_STARTED, _PRELOADED
+// or _NOTHING_HOOKED (no loaded object matches `libraries`; nothing stays hooked).
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
 // Writes a report of the allocations live now (made since Start()) to the configured output;
-// stores the totals reported (after the library filters) if the pointers are not null.
+// stores the totals reported (after the library filters; with unreachable_only, of the
+// unreachable blocks only) if the pointers are not null. Returns STACKWALK_LEAKCHECK_OK, or
+// _NOT_STARTED before Start() or after Stop().
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
-// Restores every GOT slot and stops recording.
+// Restores every GOT slot and stops recording. Returns STACKWALK_LEAKCHECK_OK, _NOT_STARTED or
+// _PRELOADED.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_stop(void);
 // 1 if the preloaded checker runs in this process.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_preloaded(void);
@@ -88,6 +95,10 @@ struct LeakTotals {
   uint64_t allocations = 0;
 };
 
+// Start(), Report(), Stop(): the C functions above with typed options and statuses: bad
+// options give InvalidArgument (a library pattern empty or holding ',', max_frames outside
+// 1..64, another method, a report_signal that cannot be caught or is a fault's); already
+// started, not started and preloaded give FailedPrecondition; nothing hooked gives NotFound.
 STACKWALK_LEAKCHECK_API absl::Status Start(const LeakCheckOptions& options);
 STACKWALK_LEAKCHECK_API absl::StatusOr<LeakTotals> Report();
 STACKWALK_LEAKCHECK_API absl::Status Stop();

@@ -9,8 +9,11 @@
 //   stackwalk::Symbolizer symbolizer;
 //   std::printf("%s", stackwalk::FormatFrames(symbolizer.SymbolizeTrace(pcs, n)).c_str());
 //
-//   #0 0x000055d0c0a0151b in geo::Field::Total(int) const at demo.cc:31:14 (stackwalk_demo+0x151b)
-//   #1 0x000055d0c0a01570 in geo::Lookup(long) (inlined) at demo.cc:52:9 (stackwalk_demo+0x1570)
+//   #0 0x0000562e184ee752 in geo::Field::Total(int) const at /src/demo.cc:43:32 (stackwalk_demo+0x2752)
+//   #1 0x0000562e184ee298 in main at /src/demo.cc:89:29 (stackwalk_demo+0x2298)
+//
+// (the file as DWARF names it, usually a full path). An inlined call prints "(inlined)" after
+// its function, and the function it was inlined into follows with the same #index.
 //
 // Not async-signal-safe (reads files, allocates): crash handlers use crash_handler.h, which
 // names frames on a signal-safe path.
@@ -40,8 +43,8 @@ struct SymbolizedFrame {
   int line = 0;
   int column = 0;
   bool inlined = false;     // an inlined call; the next frame with the same index is its caller
-  std::string module;       // the object's path; empty if the PC is in none
-  uint64_t module_offset = 0;  // pc minus the object's load bias
+  std::string module;       // the object's path; empty if the PC is in none (or in the vDSO)
+  uint64_t module_offset = 0;  // pc minus the object's load bias (SymbolizeFile: the address)
 };
 
 class Symbolizer {
@@ -55,19 +58,27 @@ class Symbolizer {
   // Symbolize()
   //
   // The frames at `pc` of this process, innermost (inlined) first: at least one, with as much
-  // as is known (a missing debug file still gives the symbol table's name), or none if memory
-  // ran out. A return address (every trace frame but an interrupted one) is looked up at pc - 1.
+  // as is known (a missing debug file still gives the symbol table's name; a PC in no object
+  // gives one frame with no name and no module), or none if memory ran out. The caller says
+  // whether `pc` is a return address (every trace frame but an interrupted one): then the
+  // lookup is at pc - 1, inside the call, while each frame's `pc` and `module_offset` stay
+  // those of `pc`. A PC in no known object rebuilds the module map once if a library was
+  // loaded or unloaded since its snapshot; a PC of an object dlclose'd since is named only if
+  // a rebuild saw it loaded.
   //
   // Thread safety: thread-safe. Signal safety: NOT async-signal-safe.
   std::vector<SymbolizedFrame> Symbolize(const void* pc, bool is_return_address);
 
-  // SymbolizeTrace(): every PC of a captured trace, grouped by object; empty if memory ran out.
-  // `first_is_interrupted` for traces from a signal context.
+  // SymbolizeTrace(): Symbolize() of pcs[0..n) in trace order, each frame's `index` its
+  // position in `pcs`; empty if memory ran out. Every PC is taken as a return address, except
+  // pcs[0] when `first_is_interrupted` (traces from a signal context).
   std::vector<SymbolizedFrame> SymbolizeTrace(void* const* pcs, int n,
                                               bool first_is_interrupted = false);
 
-  // SymbolizeFile(): offline, a link-time address of an ELF file. Fails with NotFound if the
-  // file cannot be read as ELF, ResourceExhausted if memory ran out.
+  // SymbolizeFile(): offline, a link-time address of an ELF file (taken as is, not as a return
+  // address). Fails with NotFound if the file cannot be read as ELF of this word size (the
+  // message says why: no such file, a directory, not ELF, truncated...), ResourceExhausted if
+  // memory ran out.
   absl::StatusOr<std::vector<SymbolizedFrame>> SymbolizeFile(const std::string& path,
                                                              uint64_t address);
 
@@ -77,10 +88,13 @@ class Symbolizer {
 };
 
 // FormatFrames(): one line per frame, "#<index> 0x<pc> in <function> [(inlined)] at
-// <file>:<line>:<column> (<module>+0x<offset>)", unknown parts left out; "" if memory ran out.
+// <file>:<line>:<column> (<module>+0x<offset>)", <module> being the object's file name,
+// unknown parts left out; "" if memory ran out.
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames);
 
-// FormatFramesJson(): a JSON array of objects with the same fields; "" if memory ran out.
+// FormatFramesJson(): a JSON array of objects with the fields of SymbolizedFrame (index, pc,
+// function, file, line, column, inlined, module as the full path, module_offset; pc and
+// module_offset as "0x..." strings); "" if memory ran out.
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames);
 
 }  // namespace stackwalk
