@@ -21,7 +21,7 @@ class ClosedModules;
 // in-process session may still be running when the next Start() publishes new options.
 struct RecordingOptions {
   std::atomic<uint64_t> min_size{0};
-  std::atomic<int> max_frames{32};
+  std::atomic<int> max_frames{Options().max_frames};  // Options' default until published
   std::atomic<int> method{0};
   std::atomic<bool> note_thread_stacks{false};  // for the reachability scan (unreachable_only)
 
