@@ -1,13 +1,17 @@
-// LeakReport: what a leak report says, as plain data handed from stage to stage. The stages
-// (report.cc's WriteReport runs them in this order):
-//   collect   (report_collect.h)  a copy of the live table, the process's header figures
+// LeakReport: what a leak report says, as plain data handed from stage to stage. The stages, in
+// the order report.cc's WriteReport runs them (the header figures and thread labels of the
+// collect stage are read last, after the table's copy is gone):
+//   collect   (report_collect.h)  a copy of the live table, each stack's program frames; the
+//                                  process's header figures and thread labels
 //   classify  (report_classify.h) a verdict per block: the reachability scan, when asked for
 //   name      (report_name.h)     each stack's program frames, named
 //   group     (report_group.h)    blocks grouped by stack and verdict, tallied per thread;
 //             then filtered (the exit's own blocks, reachable ones, the library filters) and ordered
 //   render    (report_render_text.h, report_render_json.h)  the model as text or JSON
 //   output    (report_destination.h)  the file or stderr
-// A renderer reads only this model: every figure it prints is here, computed once.
+// A renderer reads only this model: every figure it prints is here, computed once. Entries keep
+// their PCs beside the names, so a renderer that writes raw records to be named elsewhere can
+// run without the name stage; finer verdicts add Verdict values, other views add renderers.
 #ifndef STACKWALK_LEAKCHECK_REPORT_MODEL_H_
 #define STACKWALK_LEAKCHECK_REPORT_MODEL_H_
 

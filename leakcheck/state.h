@@ -1,6 +1,7 @@
-// The leak checker's process-wide state: options, the live-allocation table, the stack table and
-// the threads. Constant-initialized and never destroyed, so allocation hooks can use it before
-// any constructor has run and after every destructor.
+// State: the leak checker's process-wide state: options (and the copy the hooks read), the
+// live-allocation table, the live-byte counters, the stack table, the threads and the unloaded
+// objects. Constant-initialized and never destroyed, so allocation hooks can use it before any
+// constructor has run and after every destructor. Also the report's entry point, WriteReport.
 #ifndef STACKWALK_LEAKCHECK_STATE_H_
 #define STACKWALK_LEAKCHECK_STATE_H_
 
