@@ -33,6 +33,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   const Options& options = state.options;
 
   LeakReport report;
+  CollectHeader(state, occasion, reports_written + 1, &report);
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
   {
     LiveSnapshot live(state.allocations);
@@ -43,10 +44,8 @@ ReportTotals WriteReport(State& state, const char* occasion) {
     std::vector<NamedStack> stacks = CollectStacks(live.begin(), live.size(), state.stacks);
     report.naming_error =
         NameStacks(&stacks, state.closed.load(std::memory_order_acquire), &namer);
-    report.at_exit = std::string(occasion) == "exit";
     GroupBlocks(live.begin(), live.size(), verdicts, stacks, report.at_exit, &report);
   }
-  CollectHeader(state, occasion, reports_written + 1, &report);
   report.summary.scanned = options.unreachable_only;
   FilterEntries(options.libraries, options.ignore_libraries, &report);
   LabelThreads(state.threads, &report);

@@ -1,6 +1,6 @@
 // LeakReport: what a leak report says, as plain data handed from stage to stage. The stages, in
-// the order report.cc's WriteReport runs them (the header figures and thread labels of the
-// collect stage are read last, after the table's copy is gone):
+// the order report.cc's WriteReport runs them (the thread labels of the collect stage are read
+// last, once the entries are known):
 //   collect   (report_collect.h)  a copy of the live table, each stack's program frames; the
 //                                  process's header figures and thread labels
 //   classify  (report_classify.h) a verdict per block: the reachability scan, when asked for
