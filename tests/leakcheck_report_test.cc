@@ -271,6 +271,7 @@ TEST(LeakReportRender, Json) {
   EXPECT_EQ(leak["frames"][0]["pc"], "0x401000");
   EXPECT_EQ(leak["frames"][1]["line"], 11);
   EXPECT_EQ(json["leaks"][1]["thread"], "w\xef\xbf\xbd");  // U+FFFD for the bad byte
+  EXPECT_NE(text.find("\"thread\":\"w\\ufffd\""), std::string::npos) << text;
   EXPECT_TRUE(json["leaks"][1]["frames"].empty());
   // Without a scan, no reachable totals.
   const nlohmann::json plain = nlohmann::json::parse(RenderJson(HandBuilt(false)));
