@@ -1,7 +1,10 @@
 // AllocationTable: the live allocations, address -> {size, stack id, thread, sequence number}.
-// Sharded by address with a spin lock per shard, so threads allocating at once rarely meet;
-// each shard is an open-addressing hash table in mmap'ed memory that doubles as it fills.
-// Walkable while holding every shard lock (the report, and the reachability scan to come).
+// Sharded by address (a group of shards per 64 MiB region, a shard in it by hash) with a spin
+// lock per shard, so threads allocating at once rarely meet. Each shard is an open-addressing
+// hash table in mmap'ed memory (no malloc: the allocation hooks call it), kept at most half
+// full: when it fills it doubles if over a quarter of its slots are live, and is otherwise
+// rehashed at its size to drop the slots frees left. ForEach walks it as one consistent view,
+// every shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
 #ifndef STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 #define STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 
@@ -16,9 +19,11 @@ namespace stackwalk::leakcheck {
 struct Allocation {
   uintptr_t address;   // 0: empty slot; 1: deleted slot
   uint64_t size;
-  uint64_t sequence;   // allocation order, process-wide
-  uint32_t stack_id;
-  int32_t thread;      // the allocating thread's serial (ThreadRegistry)
+  uint64_t sequence;   // from ReserveSequences: one thread's allocations in order, different
+                       // threads' only roughly (each takes numbers in blocks)
+  uint32_t stack_id;   // StackTable id; StackTable::kNoStack if the stack could not be kept
+  int32_t thread;      // ThreadRegistry serial of the thread that allocated it (a uint32_t
+                       // there, stored signed; 0 if it could not be registered)
 };
 static_assert(sizeof(Allocation) == 32, "keep slots small");
 

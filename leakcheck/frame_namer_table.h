@@ -1,4 +1,6 @@
-// The FrameNamerTable over stackwalk::Symbolizer, where the symbolizer is linked in.
+// LinkedFrameNamers(): the FrameNamerTable over stackwalk::Symbolizer, where the symbolizer is
+// linked in: the in-process library, and libstackwalk_leakcheck_names.so (which the preloaded
+// library loads for its reports).
 #ifndef STACKWALK_LEAKCHECK_FRAME_NAMER_TABLE_H_
 #define STACKWALK_LEAKCHECK_FRAME_NAMER_TABLE_H_
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -299,54 +300,52 @@ absl::Status StatusOf(int code) {
   }
 }
 
-bool CopyTo(const std::string& value, char* out, size_t size) {
-  if (value.size() >= size) return false;
-  std::memcpy(out, value.c_str(), value.size() + 1);
-  return true;
+// The public options' defaults are the text form's (Options' initializers): written once.
+constexpr bool SameDefaults() {
+  const LeakCheckOptions api;
+  const Options text;
+  return api.min_size == text.min_size && api.max_frames == text.max_frames &&
+         static_cast<int>(api.method) == text.method && api.json == text.json &&
+         api.report_at_exit == text.report_at_exit && api.report_signal == text.report_signal &&
+         api.unreachable_only == text.unreachable_only;
 }
+static_assert(SameDefaults(), "LeakCheckOptions' defaults differ from Options'");
 
 }  // namespace
 
 absl::Status Start(const LeakCheckOptions& options) {
-  Options o;
+  // Each field in the text form, then through the one table (leakcheck/options.cc) that the text
+  // form and the launcher use too.
   for (const auto* list : {&options.libraries, &options.ignore_libraries}) {
     for (const std::string& pattern : *list) {
+      // The text form separates globs with ',': a list of one-glob items must not hold one.
       if (pattern.empty() || pattern.find(',') != std::string::npos) {
         return absl::InvalidArgumentError(absl::StrCat("bad library pattern \"", pattern, "\""));
       }
     }
   }
-  if (!CopyTo(absl::StrJoin(options.libraries, ","), o.libraries, sizeof(o.libraries)) ||
-      !CopyTo(absl::StrJoin(options.ignore_libraries, ","), o.ignore_libraries,
-              sizeof(o.ignore_libraries))) {
-    return absl::InvalidArgumentError("library patterns too long");
-  }
-  if (!CopyTo(options.output, o.output, sizeof(o.output))) {
-    return absl::InvalidArgumentError("output path too long");
-  }
-  // Each value through the same parser as the text form and the launcher (leakcheck/options.cc).
-  auto set = [&o](const char* key, const std::string& value) {
-    return SetOption(&o, key, std::strlen(key), value.data(), value.size());
-  };
-  if (!set("max_frames", std::to_string(options.max_frames))) {
-    return absl::InvalidArgumentError("max_frames must be 1..64");
-  }
   const char* method = options.method == Method::kAuto         ? "auto"
                        : options.method == Method::kFramePointer ? "fp"
                        : options.method == Method::kEhFrame      ? "ehframe"
                                                                  : "";
-  if (!set("method", method)) {
-    return absl::InvalidArgumentError("method must be kAuto, kFramePointer or kEhFrame");
-  }
-  if (options.report_signal != 0 && !set("report_signal", std::to_string(options.report_signal))) {
-    return absl::InvalidArgumentError(
-        "bad report_signal (a signal number that can be caught and is not a fault's)");
-  }
-  if (!set("min_size", std::to_string(options.min_size)) ||
-      !set("format", options.json ? "json" : "text") ||
-      !set("report_at_exit", options.report_at_exit ? "1" : "0") ||
-      !set("unreachable_only", options.unreachable_only ? "1" : "0")) {
-    return absl::InternalError("an option the text form refuses");
+  const std::pair<const char*, std::string> items[] = {
+      {"libraries", absl::StrJoin(options.libraries, ",")},
+      {"ignore_libraries", absl::StrJoin(options.ignore_libraries, ",")},
+      {"output", options.output},
+      {"min_size", std::to_string(options.min_size)},
+      {"max_frames", std::to_string(options.max_frames)},
+      {"method", method},
+      {"format", options.json ? "json" : "text"},
+      {"report_at_exit", options.report_at_exit ? "1" : "0"},
+      {"report_signal", std::to_string(options.report_signal)},
+      {"unreachable_only", options.unreachable_only ? "1" : "0"}};
+  Options o;
+  for (const auto& [key, value] : items) {
+    const OptionSpec* spec = FindOption(key, std::strlen(key));
+    if (spec == nullptr || !spec->set(&o, value.data(), value.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("bad value \"", value, "\" for option ", key,
+                                                     spec != nullptr ? absl::StrCat(" (", spec->help, ")") : ""));
+    }
   }
   return StatusOf(StartWith(o));
 }

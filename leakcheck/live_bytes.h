@@ -1,4 +1,4 @@
-// LiveBytes: the bytes live now and their peak, exact, for the process and for each thread (the
+// PeakCounter: bytes live now and their peak, exact, for the process and for each thread (the
 // bytes a thread allocated that are still live, whoever frees them). Updated on every recorded
 // allocation and free: one shared counter, and the allocating thread's own, which only a free
 // from another thread touches from elsewhere. No locks, no allocation.

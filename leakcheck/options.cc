@@ -90,82 +90,169 @@ bool MatchesAnyPattern(const char* patterns, const char* path) {
   return false;
 }
 
+namespace {
+
+// The setters and showers of the table, by the type of their field.
+
+bool Equals(const char* value, size_t len, const char* word) {
+  return len == strlen(word) && strncmp(value, word, len) == 0;
+}
+
+void ShowText(const char* text, char* out, size_t size) {
+  if (size == 0) return;
+  size_t len = strlen(text);
+  if (len >= size) len = size - 1;
+  memcpy(out, text, len);
+  out[len] = '\0';
+}
+
+void ShowNumber(uint64_t n, char* out, size_t size) {
+  char digits[24];
+  size_t len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  char text[24];
+  for (size_t i = 0; i < len; ++i) text[i] = digits[len - 1 - i];
+  text[len] = '\0';
+  ShowText(text, out, size);
+}
+
+template <class T, T Options::*field, long long low, long long high>
+bool SetNumber(Options* o, const char* value, size_t len) {
+  long long n = 0;
+  if (!ParseInt(value, len, &n) || n < low || n > high) return false;
+  o->*field = static_cast<T>(n);
+  return true;
+}
+template <class T, T Options::*field>
+void ShowNumberField(const Options& o, char* out, size_t size) {
+  ShowNumber(static_cast<uint64_t>(o.*field), out, size);
+}
+
+template <bool Options::*field>
+bool SetBool(Options* o, const char* value, size_t len) {
+  if (!Equals(value, len, "0") && !Equals(value, len, "1")) return false;
+  o->*field = value[0] == '1';
+  return true;
+}
+template <bool Options::*field>
+void ShowBool(const Options& o, char* out, size_t size) {
+  ShowText(o.*field ? "1" : "0", out, size);
+}
+
+template <size_t N, char (Options::*field)[N]>
+bool SetText(Options* o, const char* value, size_t len) {
+  return CopyValue(value, len, o->*field, N);
+}
+template <size_t N, char (Options::*field)[N]>
+void ShowTextField(const Options& o, char* out, size_t size) {
+  ShowText(o.*field, out, size);
+}
+
+// The words of `method`, index for index its stackwalk_method value.
+constexpr const char* kMethods[] = {"auto", "fp", "ehframe"};
+
+bool SetMethod(Options* o, const char* value, size_t len) {
+  for (int i = 0; i < 3; ++i) {
+    if (Equals(value, len, kMethods[i])) {
+      o->method = i;
+      return true;
+    }
+  }
+  return false;
+}
+void ShowMethod(const Options& o, char* out, size_t size) {
+  ShowText(o.method >= 0 && o.method < 3 ? kMethods[o.method] : "?", out, size);
+}
+
+bool SetFormat(Options* o, const char* value, size_t len) {
+  if (!Equals(value, len, "text") && !Equals(value, len, "json")) return false;
+  o->json = Equals(value, len, "json");
+  return true;
+}
+void ShowFormat(const Options& o, char* out, size_t size) { ShowText(o.json ? "json" : "text", out, size); }
+
+bool SetSignal(Options* o, const char* value, size_t len) {
+  if (Equals(value, len, "0")) {  // none
+    o->report_signal = 0;
+    return true;
+  }
+  return ParseSignal(value, len, &o->report_signal);
+}
+
+}  // namespace
+
 const OptionSpec kOptionSpecs[] = {
-    {"output", "output", 'o', "FILE",
+    {"output", "output", 'o', "FILE", OptionType::kText,
+     SetText<sizeof(Options::output), &Options::output>,
+     ShowTextField<sizeof(Options::output), &Options::output>,
      "write reports to FILE (a %p in it becomes the process id, so that child processes write "
-     "reports of their own; default: stderr)"},
-    {"exitcode", "exitcode", 0, "N", "exit with N if leaks were found (default: PROGRAM's status)"},
-    {"min_size", "min-size", 0, "N", "ignore allocations smaller than N bytes"},
-    {"max_frames", "max-frames", 0, "N", "frames kept per allocation, 1..64 (default 32)"},
-    {"method", "method", 0, "M", "unwinder for allocation stacks: auto (default), fp or ehframe"},
-    {"format", "format", 0, "F", "report format: text (default) or json"},
-    {"libraries", "libraries", 0, "GLOBS",
+     "reports of their own); empty: stderr"},
+    {"exitcode", "exitcode", 0, "N", OptionType::kNumber, SetNumber<int, &Options::exitcode, 0, 255>,
+     ShowNumberField<int, &Options::exitcode>,
+     "exit with N (1..255) if leaks were found; 0: with PROGRAM's status"},
+    {"min_size", "min-size", 0, "N", OptionType::kNumber,
+     SetNumber<uint64_t, &Options::min_size, 0, 999999999999999999>,
+     ShowNumberField<uint64_t, &Options::min_size>, "ignore allocations smaller than N bytes"},
+    {"max_frames", "max-frames", 0, "N", OptionType::kNumber,
+     SetNumber<int, &Options::max_frames, 1, 64>, ShowNumberField<int, &Options::max_frames>,
+     "frames kept per allocation, 1..64"},
+    {"method", "method", 0, "M", OptionType::kChoice, SetMethod, ShowMethod,
+     "unwinder for allocation stacks: auto, fp or ehframe"},
+    {"format", "format", 0, "F", OptionType::kChoice, SetFormat, ShowFormat,
+     "report format: text or json"},
+    {"libraries", "libraries", 0, "GLOBS", OptionType::kText,
+     SetText<sizeof(Options::libraries), &Options::libraries>,
+     ShowTextField<sizeof(Options::libraries), &Options::libraries>,
      "only leaks with a frame in an object matching one of the comma-separated globs (path or "
      "file name, e.g. 'libfoo*')"},
-    {"ignore_libraries", "ignore-libraries", 0, "GLOBS", "no leaks with a frame in a matching object"},
-    {"report_signal", "report-signal", 0, "SIG",
+    {"ignore_libraries", "ignore-libraries", 0, "GLOBS", OptionType::kText,
+     SetText<sizeof(Options::ignore_libraries), &Options::ignore_libraries>,
+     ShowTextField<sizeof(Options::ignore_libraries), &Options::ignore_libraries>,
+     "no leaks with a frame in a matching object"},
+    {"report_signal", "report-signal", 0, "SIG", OptionType::kSignal, SetSignal,
+     ShowNumberField<int, &Options::report_signal>,
      "also report the live allocations on each signal SIG (e.g. SIGUSR2 or 12), appended to the "
-     "output"},
-    {"follow_exec", "follow-exec", 0, nullptr,
-     "check the programs PROGRAM executes too (default: not)"},
-    {"unreachable_only", "unreachable-only", 0, nullptr,
+     "output; 0: none"},
+    {"follow_exec", "follow-exec", 0, nullptr, OptionType::kFlag, SetBool<&Options::follow_exec>,
+     ShowBool<&Options::follow_exec>, "check the programs PROGRAM executes too"},
+    {"unreachable_only", "unreachable-only", 0, nullptr, OptionType::kFlag,
+     SetBool<&Options::unreachable_only>, ShowBool<&Options::unreachable_only>,
      "scan memory for pointers and report only blocks nothing reachable points to (definitely "
      "and indirectly lost)"},
-    {"report_at_exit", nullptr, 0, "0|1", "write the report at exit (default 1)"},
+    {"report_at_exit", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_at_exit>,
+     ShowBool<&Options::report_at_exit>, "write the report at exit"},
 };
 const int kOptionSpecCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
 
-bool SetOption(Options* o, const char* key, size_t key_len, const char* value, size_t value_len) {
-  auto is = [&](const char* name) { return key_len == strlen(name) && strncmp(key, name, key_len) == 0; };
-  auto equals = [&](const char* word) {
-    return value_len == strlen(word) && strncmp(value, word, value_len) == 0;
-  };
-  auto boolean = [&](bool* out) {
-    if (!equals("0") && !equals("1")) return false;
-    *out = value[0] == '1';
-    return true;
-  };
-  long long n = 0;
-  if (is("min_size")) {
-    if (!ParseInt(value, value_len, &n)) return false;
-    o->min_size = static_cast<uint64_t>(n);
-  } else if (is("max_frames")) {
-    if (!ParseInt(value, value_len, &n) || n < 1 || n > 64) return false;
-    o->max_frames = static_cast<int>(n);
-  } else if (is("exitcode")) {
-    if (!ParseInt(value, value_len, &n) || n > 255) return false;
-    o->exitcode = static_cast<int>(n);
-  } else if (is("method")) {
-    if (equals("auto")) {
-      o->method = 0;
-    } else if (equals("fp")) {
-      o->method = 1;
-    } else if (equals("ehframe")) {
-      o->method = 2;
-    } else {
-      return false;
-    }
-  } else if (is("output")) {
-    return CopyValue(value, value_len, o->output, sizeof(o->output));
-  } else if (is("libraries")) {
-    return CopyValue(value, value_len, o->libraries, sizeof(o->libraries));
-  } else if (is("ignore_libraries")) {
-    return CopyValue(value, value_len, o->ignore_libraries, sizeof(o->ignore_libraries));
-  } else if (is("report_signal")) {
-    return ParseSignal(value, value_len, &o->report_signal);
-  } else if (is("format")) {
-    if (!equals("text") && !equals("json")) return false;
-    o->json = equals("json");
-  } else if (is("unreachable_only")) {
-    return boolean(&o->unreachable_only);
-  } else if (is("follow_exec")) {
-    return boolean(&o->follow_exec);
-  } else if (is("report_at_exit")) {
-    return boolean(&o->report_at_exit);
-  } else {
-    return false;
+const OptionSpec* FindOption(const char* key, size_t key_len) {
+  for (const OptionSpec& spec : kOptionSpecs) {
+    if (key_len == strlen(spec.key) && strncmp(key, spec.key, key_len) == 0) return &spec;
   }
-  return true;
+  return nullptr;
+}
+
+bool SetOption(Options* o, const char* key, size_t key_len, const char* value, size_t value_len) {
+  const OptionSpec* spec = FindOption(key, key_len);
+  return spec != nullptr && spec->set(o, value, value_len);
+}
+
+size_t FormatOption(const char* key, const char* value, char* out, size_t size) {
+  size_t len = 0;
+  auto put = [&](char c) {
+    if (len + 1 < size) out[len] = c;
+    ++len;
+  };
+  for (const char* c = key; *c != '\0'; ++c) put(*c);
+  put('=');
+  for (const char* c = value; *c != '\0'; ++c) {
+    if (*c == ':' || *c == '\\') put('\\');
+    put(*c);
+  }
+  if (size > 0) out[len < size ? len : size - 1] = '\0';
+  return len;
 }
 
 Options ParseOptions(const char* text, int* problems) {
@@ -197,14 +284,11 @@ Options ParseOptions(const char* text, int* problems) {
       continue;
     }
     const size_t key_len = static_cast<size_t>(eq - item);
-    bool known = false;
-    for (const OptionSpec& spec : kOptionSpecs) {
-      known |= key_len == strlen(spec.key) && strncmp(item, spec.key, key_len) == 0;
-    }
-    if (!known) {
+    const OptionSpec* spec = FindOption(item, key_len);
+    if (spec == nullptr) {
       Complain("unknown option: ", item, key_len);
       ++bad;
-    } else if (too_long || !SetOption(&o, item, key_len, eq + 1, len - key_len - 1)) {
+    } else if (too_long || !spec->set(&o, eq + 1, len - key_len - 1)) {
       Complain("bad value for option: ", item, len);
       ++bad;
     }

@@ -1,6 +1,9 @@
 // Options: the leak checker's settings, each defined once in kOptionSpecs: its key in the text
 // form STACKWALK_LEAKCHECK="key=value:key=value" (what the launcher hands the preloaded library,
-// and what stackwalk_leakcheck_start() takes), its launcher option (--long-name, -x) and its help.
+// and what stackwalk_leakcheck_start() takes), its launcher option (--long-name, -x), its type,
+// the check and store of a value, and its help; its default is the Options member's initializer.
+// The text form (ParseOptions), the launcher's command line (tools/stackwalk_leakcheck.cc) and the
+// in-process C++ Start() (inprocess.cc) all set options through that table.
 // A value containing ':' or '\' escapes it with '\' in the text form. For example
 //   STACKWALK_LEAKCHECK=min_size=16:max_frames=32:method=fp:output=/tmp/leaks.txt:exitcode=23
 #ifndef STACKWALK_LEAKCHECK_OPTIONS_H_
@@ -26,22 +29,48 @@ struct Options {
   char ignore_libraries[512] = {};  // comma-separated globs
 };
 
-// One option: where it appears and what it means.
+// What kind of value an option takes (the help and the launcher's getopt table follow it).
+enum class OptionType {
+  kFlag,     // no value on the command line (there it means "1"); 0 or 1 in the text form
+  kBool,     // 0 or 1
+  kNumber,   // a decimal number, within the option's bounds
+  kChoice,   // one of the words its help names
+  kText,     // a path or a list of globs, up to the size of its field
+  kSignal,   // a catchable signal that is not a fault's, by number or name
+};
+
+// One option, defined once: its key in the text form, its launcher forms, its type, how a value
+// is checked and stored, how it is shown, and its help. Its default is the Options member's
+// initializer above (what `show` gives for a fresh Options); the help does not repeat it.
 struct OptionSpec {
   const char* key;         // in the text form
   const char* long_name;   // the launcher's --long-name; null if only in the text form
   char short_name;         // the launcher's -x, or 0
-  const char* value_name;  // in the help ("N", "FILE"); null for a flag (no value: means "1")
+  const char* value_name;  // in the help ("N", "FILE"); null for a kFlag
+  OptionType type;
+  // Checks `value` (len bytes, unescaped) and stores it; false, changing nothing, if refused.
+  // Async-signal-safe.
+  bool (*set)(Options* options, const char* value, size_t len);
+  // Writes the option's value in the text form (unescaped) into out[size], NUL-terminated.
+  void (*show)(const Options& options, char* out, size_t size);
   const char* help;
 };
 extern const OptionSpec kOptionSpecs[];
 extern const int kOptionSpecCount;
+
+// The option whose key is `key` (key_len bytes), or null.
+const OptionSpec* FindOption(const char* key, size_t key_len);
 
 // Sets the option `key` (key_len bytes) from its unescaped value. Returns false, changing
 // nothing, if the key is unknown or the value is not one it takes.
 // Signal safety: async-signal-safe (no allocation).
 bool SetOption(Options* options, const char* key, size_t key_len, const char* value,
                size_t value_len);
+
+// Writes `key=value` to out[size] with ':' and '\' of the value escaped: one item of the text
+// form, which ParseOptions reads back. Returns the length it needs (not counting the NUL); the
+// output is cut (and NUL-terminated) if that is not below `size`. Async-signal-safe.
+size_t FormatOption(const char* key, const char* value, char* out, size_t size);
 
 // Whether `path` (an object's path) matches one of the comma-separated globs of `patterns`, by
 // its whole path or its file name.

@@ -1,11 +1,14 @@
-// Where a report goes, and which process writes it. The program owns descriptors 0-2 and may
-// close or reuse them (coreutils close stderr at exit; a daemon reopens fd 2 on a data file), so
-// the checker keeps a duplicate of the stderr it started with, above the descriptors programs
-// use and closed on exec; reports to stderr go there.
+// Where a report goes (the output stage of a leak report, report_model.h), and which process
+// writes it. The program owns descriptors 0-2 and may close or reuse them (coreutils close
+// stderr at exit; a daemon reopens fd 2 on a data file), so the checker keeps a duplicate of the
+// stderr it started with, above the descriptors programs use and closed on exec; reports to
+// stderr go there.
 #ifndef STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_
 #define STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_
 
 #include <sys/types.h>
+
+#include <string>
 
 namespace stackwalk::leakcheck {
 
@@ -21,6 +24,12 @@ int StderrForReports();
 // The process KeepReportDestination() last ran in. A vfork child shares the parent's memory but
 // not its pid: it must not write the parent's report.
 pid_t ReportingProcess();
+
+// Writes a rendered report to `output` (a path; "%p" in it becomes the process id, so that a
+// program's children report to files of their own), or to StderrForReports() when it is empty
+// or cannot be opened (saying so there first). The process's first report (`first`) starts the
+// file; later ones are appended. Not signal-safe: allocates.
+void DeliverReport(const char* output, bool first, const std::string& text);
 
 }  // namespace stackwalk::leakcheck
 

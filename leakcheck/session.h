@@ -1,5 +1,6 @@
-// Session: what the preloaded and the in-process checker share around their hooks — fork
-// handlers, the report on a signal (any number of times) and the report at exit.
+// What the preloaded and the in-process checker share around their hooks: fork handlers, the
+// report on a signal (any number of times, written by a thread of the checker's own) and the
+// report at exit.
 #ifndef STACKWALK_LEAKCHECK_SESSION_H_
 #define STACKWALK_LEAKCHECK_SESSION_H_
 

@@ -1,5 +1,6 @@
-// SpinLock: a lock for the leak checker's shards, which must not allocate (pthread mutexes do
-// not either, but a spin lock keeps the hot path to one atomic exchange when uncontended).
+// SpinLock: the leak checker's lock for its tables' shards, the stack table's arena and the
+// report, which must not allocate (pthread mutexes do not either, but a spin lock keeps the
+// allocation hooks' path to one atomic exchange when uncontended). Not recursive.
 #ifndef STACKWALK_LEAKCHECK_SPIN_LOCK_H_
 #define STACKWALK_LEAKCHECK_SPIN_LOCK_H_
 

@@ -1,6 +1,8 @@
 // StackTable: allocation stacks, hash-consed: each distinct stack is stored once and named by a
 // small id, so a live allocation costs an id, not its frames. Memory comes from mmap, never
-// from the malloc being tracked. Thread-safe: sharded by hash, one spin lock per shard.
+// from the malloc being tracked, and is never given back (ids and frames stay valid for the
+// process's life). Thread-safe: a stack already known is found without a lock; a new one is
+// added under its shard's spin lock (sharded by hash).
 #ifndef STACKWALK_LEAKCHECK_STACK_TABLE_H_
 #define STACKWALK_LEAKCHECK_STACK_TABLE_H_
 

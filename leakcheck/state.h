@@ -1,6 +1,7 @@
-// The leak checker's process-wide state: options, the live-allocation table, the stack table and
-// the threads. Constant-initialized and never destroyed, so allocation hooks can use it before
-// any constructor has run and after every destructor.
+// State: the leak checker's process-wide state: options (and the copy the hooks read), the
+// live-allocation table, the live-byte counters, the stack table, the threads and the unloaded
+// objects. Constant-initialized and never destroyed, so allocation hooks can use it before any
+// constructor has run and after every destructor. Also the report's entry point, WriteReport.
 #ifndef STACKWALK_LEAKCHECK_STATE_H_
 #define STACKWALK_LEAKCHECK_STATE_H_
 
@@ -21,7 +22,7 @@ class ClosedModules;
 // in-process session may still be running when the next Start() publishes new options.
 struct RecordingOptions {
   std::atomic<uint64_t> min_size{0};
-  std::atomic<int> max_frames{32};
+  std::atomic<int> max_frames{Options().max_frames};  // Options' default until published
   std::atomic<int> method{0};
   std::atomic<bool> note_thread_stacks{false};  // for the reachability scan (unreachable_only)
 

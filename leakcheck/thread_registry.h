@@ -1,5 +1,6 @@
 // ThreadRegistry: every thread that allocated, by serial number (1, 2, ...; kernel thread ids
-// are reused, serials are not), with its kernel id and its name. The name is read when the
+// are reused, serials are not), with its kernel id, its name, its stack mapping (for the
+// reachability scan) and its live bytes and their peak. The name is read when the
 // thread first allocates, again when it exits, and from /proc at report time while it runs, so
 // a name set after the first allocation is still shown. Memory from mmap; no malloc.
 #ifndef STACKWALK_LEAKCHECK_THREAD_REGISTRY_H_

@@ -93,6 +93,60 @@ TEST(LeakcheckOptions, TextFormUnescapesAndCountsEveryProblem) {
   EXPECT_EQ(problems, 0);
 }
 
+TEST(LeakcheckOptions, EachSpecShowsItsDefaultAndReadsItBack) {
+  const Options fresh;
+  for (int i = 0; i < kOptionSpecCount; ++i) {
+    const OptionSpec& spec = kOptionSpecs[i];
+    EXPECT_EQ(FindOption(spec.key, std::strlen(spec.key)), &spec);
+    // A flag, and only a flag, has no value name on the command line.
+    EXPECT_EQ(spec.type == OptionType::kFlag, spec.value_name == nullptr) << spec.key;
+    // The help does not repeat the default: the launcher adds it from the Options initializer.
+    EXPECT_EQ(std::strstr(spec.help, "default"), nullptr) << spec.key;
+    char shown[600];
+    spec.show(fresh, shown, sizeof(shown));
+    Options o;
+    ASSERT_TRUE(spec.set(&o, shown, std::strlen(shown))) << spec.key << "=" << shown;
+    char again[600];
+    spec.show(o, again, sizeof(again));
+    EXPECT_STREQ(again, shown) << spec.key;
+  }
+  EXPECT_EQ(FindOption("max_frames", 10)->type, OptionType::kNumber);
+  EXPECT_EQ(FindOption("max_frame", 9), nullptr);
+  EXPECT_EQ(FindOption("max_framesx", 11), nullptr);
+  // What a set value shows as.
+  Options o;
+  char shown[64];
+  ASSERT_TRUE(SetOption(&o, "report_signal", 13, "USR2", 4));
+  FindOption("report_signal", 13)->show(o, shown, sizeof(shown));
+  EXPECT_STREQ(shown, "12");
+  ASSERT_TRUE(SetOption(&o, "report_signal", 13, "0", 1));  // none again
+  EXPECT_EQ(o.report_signal, 0);
+  ASSERT_TRUE(SetOption(&o, "method", 6, "fp", 2));
+  FindOption("method", 6)->show(o, shown, sizeof(shown));
+  EXPECT_STREQ(shown, "fp");
+  FindOption("method", 6)->show(o, shown, 2);  // cut to the room given
+  EXPECT_STREQ(shown, "f");
+}
+
+TEST(LeakcheckOptions, FormatOptionIsWhatParseOptionsReads) {
+  const char* value = "/tmp/a:b\\c::";
+  char item[64];
+  const size_t len = FormatOption("output", value, item, sizeof(item));
+  EXPECT_EQ(len, std::strlen(item));
+  EXPECT_STREQ(item, "output=/tmp/a\\:b\\\\c\\:\\:");
+  const std::string text = std::string(item) + ":min_size=7";
+  int problems = -1;
+  const Options o = ParseOptions(text.c_str(), &problems);
+  EXPECT_EQ(problems, 0);
+  EXPECT_STREQ(o.output, value);
+  EXPECT_EQ(o.min_size, 7u);
+  // Too small a buffer: cut and terminated, the length needed still returned.
+  char small[8];
+  EXPECT_EQ(FormatOption("output", value, small, sizeof(small)), len);
+  EXPECT_STREQ(small, "output=");
+  EXPECT_EQ(FormatOption("output", value, nullptr, 0), len);
+}
+
 // ---- the launcher's command line ----
 
 struct Launch {

@@ -39,6 +39,7 @@ constexpr int kCannotCheck = 126;
 using stackwalk::leakcheck::kOptionSpecCount;
 using stackwalk::leakcheck::kOptionSpecs;
 using stackwalk::leakcheck::OptionSpec;
+using stackwalk::leakcheck::OptionType;
 
 void PrintHelp(FILE* out) {
   std::fprintf(out,
@@ -51,12 +52,19 @@ void PrintHelp(FILE* out) {
     if (spec.long_name == nullptr) continue;
     std::string form = spec.short_name != 0 ? std::string("-") + spec.short_name + ", " : "    ";
     form += std::string("--") + spec.long_name;
-    if (spec.value_name != nullptr) form += std::string("=") + spec.value_name;
+    if (spec.type != OptionType::kFlag) form += std::string("=") + spec.value_name;
     // The help wrapped at 79 columns, continuation lines under its first.
     std::string line = "  " + form + std::string(form.size() < 28 ? 29 - form.size() : 1, ' ');
     const size_t indent = line.size();
     std::string word;
-    for (const char* c = spec.help;; ++c) {
+    // The default, as a fresh Options has it (flags are off unless given).
+    char shown[64];
+    spec.show(stackwalk::leakcheck::Options(), shown, sizeof(shown));
+    std::string help = spec.help;
+    if (shown[0] != '\0' && !(spec.type == OptionType::kFlag && std::strcmp(shown, "0") == 0)) {
+      help += std::string(" (default: ") + shown + ")";
+    }
+    for (const char* c = help.c_str();; ++c) {
       if (*c != ' ' && *c != '\0') {
         word += *c;
         continue;
@@ -87,14 +95,11 @@ int Usage(const std::string& complaint) {
   return 2;
 }
 
-// A value in the text form: ':' separates options there and '\\' escapes, so both are escaped.
-std::string Escaped(const char* value) {
-  std::string out;
-  for (const char* c = value; *c != '\0'; ++c) {
-    if (*c == ':' || *c == '\\') out += '\\';
-    out += *c;
-  }
-  return out;
+// One item of the text form, escaped as ParseOptions reads it.
+std::string TextFormItem(const char* key, const char* value) {
+  std::string item(stackwalk::leakcheck::FormatOption(key, value, nullptr, 0) + 1, '\0');
+  item.resize(stackwalk::leakcheck::FormatOption(key, value, item.data(), item.size()));
+  return item;
 }
 
 // The preload library: beside this tool (the build tree) or in ../<libdir> (an install).
@@ -121,11 +126,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kOptionSpecCount; ++i) {
     const OptionSpec& spec = kOptionSpecs[i];
     if (spec.long_name == nullptr) continue;
-    longs.push_back({spec.long_name, spec.value_name != nullptr ? required_argument : no_argument,
-                     nullptr, 1000 + i});
+    const bool takes_value = spec.type != OptionType::kFlag;
+    longs.push_back({spec.long_name, takes_value ? required_argument : no_argument, nullptr, 1000 + i});
     if (spec.short_name != 0) {
       shorts += spec.short_name;
-      if (spec.value_name != nullptr) shorts += ':';
+      if (takes_value) shorts += ':';
     }
   }
   longs.push_back({"help", no_argument, nullptr, 'h'});
@@ -166,14 +171,13 @@ int main(int argc, char** argv) {
       }
     }
     const OptionSpec& spec = kOptionSpecs[index];
-    const char* value = spec.value_name != nullptr ? optarg : "1";
+    const char* value = spec.type == OptionType::kFlag ? "1" : optarg;
     // Checked here with the library's own parser, so the error names the option and its value.
-    if (!stackwalk::leakcheck::SetOption(&checked, spec.key, std::strlen(spec.key), value,
-                                         std::strlen(value))) {
+    if (!spec.set(&checked, value, std::strlen(value))) {
       return Usage(std::string("bad value '") + value + "' for --" + spec.long_name + " (" +
                    spec.help + ")");
     }
-    options += std::string(":") + spec.key + "=" + Escaped(value);
+    options += ":" + TextFormItem(spec.key, value);
   }
   const int i = optind;
   if (i >= argc) return Usage("no program given");

@@ -1,0 +1,102 @@
+#include "leakcheck/report_collect.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace stackwalk::leakcheck {
+
+LiveSnapshot::LiveSnapshot(AllocationTable& table) {
+  // Room for more than are live now (other threads may still be allocating), and more again
+  // if they were faster.
+  for (uint64_t room = table.live_count() * 2 + 4096;; room *= 2) {
+    void* mem = mmap(nullptr, room * sizeof(Allocation), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return;
+    items_ = static_cast<Allocation*>(mem);
+    capacity_ = room;
+    size_ = 0;
+    if (table.ForEach(room, [this](const Allocation& a) { items_[size_++] = a; })) return;
+    munmap(items_, capacity_ * sizeof(Allocation));
+    items_ = nullptr;
+    size_ = 0;
+  }
+}
+
+LiveSnapshot::~LiveSnapshot() {
+  if (items_ != nullptr) munmap(items_, capacity_ * sizeof(Allocation));
+}
+
+namespace {
+
+// The frames a report shows: from the program's call of the allocator outwards, without the
+// hooks' own frames (the capture starts inside this library).
+std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&CollectStacks), &self);
+  int first = 0;
+  while (first < n) {
+    Dl_info info{};
+    if (dladdr(pcs[first], &info) == 0 || info.dli_fbase != self.dli_fbase) break;
+    ++first;
+  }
+  std::vector<uintptr_t> out;
+  for (int i = first; i < n; ++i) out.push_back(reinterpret_cast<uintptr_t>(pcs[i]));
+  return out;
+}
+
+}  // namespace
+
+std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks) {
+  std::vector<NamedStack> out(stacks.size() + 1);
+  for (size_t i = 0; i < n; ++i) {
+    const Allocation& a = blocks[i];
+    if (a.stack_id >= out.size()) out.resize(a.stack_id + 1);
+    out[a.stack_id].earliest = std::min(out[a.stack_id].earliest, a.sequence);
+  }
+  for (uint32_t id = 0; id < out.size(); ++id) {
+    if (out[id].earliest == UINT64_MAX) continue;
+    void* const* pcs = nullptr;
+    const int count = stacks.Frames(id, &pcs);
+    out[id].pcs = ProgramFrames(pcs, count);
+  }
+  return out;
+}
+
+void CollectHeader(State& state, const char* occasion, int number, LeakReport* out) {
+  LeakReport& report = *out;
+  report.occasion = occasion;
+  report.at_exit = std::strcmp(occasion, "exit") == 0;
+  report.number = number;
+  report.pid = static_cast<int>(getpid());
+  char exe[4096];
+  if (const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe)); n > 0) {
+    report.program.assign(exe, static_cast<size_t>(n));
+  }
+  ReportSummary& s = report.summary;
+  s.peak_bytes = state.live_bytes.peak.load();
+  s.live_allocations = state.allocations.live_count();
+  s.distinct_stacks = state.stacks.size();
+  s.table_bytes = state.allocations.table_bytes();
+  s.stack_bytes = state.stacks.bytes();
+}
+
+void LabelThreads(const ThreadRegistry& threads, LeakReport* report) {
+  ThreadRegistry::Thread t;
+  auto label = [&](uint32_t serial, std::string* name, int* tid) {
+    if (!threads.Lookup(serial, &t)) return false;
+    *name = t.name[0] != '\0' ? t.name : "?";
+    *tid = t.tid;
+    return true;
+  };
+  for (ThreadEntry& thread : report->threads) {
+    if (label(thread.serial, &thread.name, &thread.tid)) thread.peak_bytes = t.peak_bytes;
+  }
+  for (ReportEntry& entry : report->entries) label(entry.thread, &entry.thread_name, &entry.tid);
+}
+
+}  // namespace stackwalk::leakcheck

@@ -1,0 +1,106 @@
+#include "leakcheck/report_group.h"
+
+#include <algorithm>
+
+#include "leakcheck/options.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+constexpr size_t kVerdicts = static_cast<size_t>(Verdict::kReachable) + 1;
+
+// The exit report runs inside exit(), from one of its exit handlers: the blocks of glibc's list
+// of exit handlers (__new_exitfn adds one per 32 atexit/__cxa_atexit registrations, which a C++
+// program with many static destructors reaches) are still allocated then, and exit() frees them
+// once the handlers have run. Not the program's leaks (valgrind, checking later, never sees them).
+bool FreedByExitAfterTheReport(const std::vector<SymbolizedFrame>& frames) {
+  return !frames.empty() && frames[0].function == "__new_exitfn";
+}
+
+}  // namespace
+
+void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>& verdicts,
+                 const std::vector<NamedStack>& stacks, bool at_exit, LeakReport* report) {
+  static const NamedStack kUnknown;
+  auto stack_of = [&](uint32_t id) -> const NamedStack& {
+    return id < stacks.size() ? stacks[id] : kUnknown;
+  };
+  std::vector<uint32_t> slot;  // (stack id, verdict) -> 1 + index in report->entries
+  std::vector<ThreadEntry> threads;
+  for (size_t i = 0; i < n; ++i) {
+    const Allocation& a = blocks[i];
+    const NamedStack& stack = stack_of(a.stack_id);
+    if (at_exit && FreedByExitAfterTheReport(stack.frames)) continue;
+    const Verdict verdict = i < verdicts.size() ? verdicts[i] : Verdict::kLive;
+    const size_t key = a.stack_id * kVerdicts + static_cast<size_t>(verdict);
+    if (key >= slot.size()) slot.resize(key + 1, 0);
+    if (slot[key] == 0) {
+      ReportEntry entry;
+      entry.stack_id = a.stack_id;
+      entry.verdict = verdict;
+      entry.pcs = stack.pcs;
+      entry.frames = stack.frames;
+      report->entries.push_back(std::move(entry));
+      slot[key] = static_cast<uint32_t>(report->entries.size());
+    }
+    ReportEntry& entry = report->entries[slot[key] - 1];
+    entry.bytes += a.size;
+    ++entry.count;
+    if (a.sequence < entry.first_sequence) {
+      entry.first_sequence = a.sequence;
+      entry.thread = static_cast<uint32_t>(a.thread);
+    }
+    const uint32_t serial = static_cast<uint32_t>(a.thread);
+    if (serial >= threads.size()) threads.resize(serial + 1);
+    threads[serial].serial = serial;
+    threads[serial].bytes += a.size;
+    ++threads[serial].count;
+  }
+  threads.erase(std::remove_if(threads.begin(), threads.end(),
+                               [](const ThreadEntry& t) { return t.count == 0; }),
+                threads.end());
+  std::sort(threads.begin(), threads.end(), [](const ThreadEntry& a, const ThreadEntry& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.serial < b.serial;
+  });
+  report->threads = std::move(threads);
+}
+
+bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,
+                          const std::vector<SymbolizedFrame>& frames) {
+  bool selected = libraries == nullptr || libraries[0] == '\0';
+  for (const SymbolizedFrame& f : frames) {
+    if (f.module.empty()) continue;
+    if (MatchesAnyPattern(ignore_libraries, f.module.c_str())) return false;
+    if (!selected && MatchesAnyPattern(libraries, f.module.c_str())) selected = true;
+  }
+  return selected;
+}
+
+void FilterEntries(const char* libraries, const char* ignore_libraries, LeakReport* report) {
+  std::vector<ReportEntry>& entries = report->entries;
+  ReportSummary& summary = report->summary;
+  for (const ReportEntry& entry : entries) {
+    if (entry.verdict != Verdict::kReachable) continue;
+    summary.reachable_bytes += entry.bytes;
+    summary.reachable_allocations += entry.count;
+  }
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const ReportEntry& entry) {
+                                 return entry.verdict == Verdict::kReachable ||
+                                        !PassesLibraryFilters(libraries, ignore_libraries,
+                                                              entry.frames);
+                               }),
+                entries.end());
+  std::sort(entries.begin(), entries.end(), [](const ReportEntry& a, const ReportEntry& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    return a.first_sequence < b.first_sequence;
+  });
+  summary.bytes = 0;
+  summary.allocations = 0;
+  for (const ReportEntry& entry : entries) {
+    summary.bytes += entry.bytes;
+    summary.allocations += entry.count;
+  }
+}
+
+}  // namespace stackwalk::leakcheck

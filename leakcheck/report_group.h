@@ -1,0 +1,34 @@
+// The group and filter stages of a leak report (report_model.h): blocks grouped by allocating
+// stack and verdict and tallied per thread; then the entries the report shows, filtered and
+// ordered, with their totals. Plain data in, plain data out: no process state is read.
+#ifndef STACKWALK_LEAKCHECK_REPORT_GROUP_H_
+#define STACKWALK_LEAKCHECK_REPORT_GROUP_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "leakcheck/allocation_table.h"
+#include "leakcheck/report_model.h"
+
+namespace stackwalk::leakcheck {
+
+// Groups `blocks` (verdicts[i] is blocks[i]'s; empty: all kLive) into report->entries, one per
+// stack and verdict, each with its stack's frames from `stacks` (by stack id), and tallies each
+// thread's blocks into report->threads (largest first). At exit (`at_exit`), the blocks exit()
+// itself frees after the report (glibc's list of exit handlers) are left out of both.
+void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>& verdicts,
+                 const std::vector<NamedStack>& stacks, bool at_exit, LeakReport* report);
+
+// The entries a report shows: reachable ones only counted (summary.reachable_*), then those the
+// library filters let through (comma-separated globs, options.h's MatchesAnyPattern: with a frame
+// in a `libraries` object when that is not empty, and none in an `ignore_libraries` one);
+// largest first, earliest first among equals; summary.bytes and .allocations their totals.
+void FilterEntries(const char* libraries, const char* ignore_libraries, LeakReport* report);
+
+// Whether the filters let a stack's frames through (FilterEntries' test).
+bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,
+                          const std::vector<SymbolizedFrame>& frames);
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_REPORT_GROUP_H_

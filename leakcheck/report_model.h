@@ -1,0 +1,95 @@
+// LeakReport: what a leak report says, as plain data handed from stage to stage. The stages, in
+// the order report.cc's WriteReport runs them (the thread labels of the collect stage are read
+// last, once the entries are known):
+//   collect   (report_collect.h)  a copy of the live table, each stack's program frames; the
+//                                  process's header figures and thread labels
+//   classify  (report_classify.h) a verdict per block: the reachability scan, when asked for
+//   name      (report_name.h)     each stack's program frames, named
+//   group     (report_group.h)    blocks grouped by stack and verdict, tallied per thread;
+//             then filtered (the exit's own blocks, reachable ones, the library filters) and ordered
+//   render    (report_render_text.h, report_render_json.h)  the model as text or JSON
+//   output    (report_destination.h)  the file or stderr
+// A renderer reads only this model: every figure it prints is here, computed once. Entries keep
+// their PCs beside the names, so a renderer that writes raw records to be named elsewhere can
+// run without the name stage; finer verdicts add Verdict values, other views add renderers.
+#ifndef STACKWALK_LEAKCHECK_REPORT_MODEL_H_
+#define STACKWALK_LEAKCHECK_REPORT_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stackwalk/symbolizer.h"  // SymbolizedFrame only
+
+namespace stackwalk::leakcheck {
+
+// What the classify stage decided about a block. Without a scan every live block is kLive (the
+// default report: every block still allocated). A finer split (direct / indirect leaks) adds
+// values here and the renderers print them.
+enum class Verdict : uint8_t {
+  kLive,         // not classified: no reachability scan ran
+  kUnreachable,  // no chain of pointers from the roots reaches it
+  kReachable,    // a chain of pointers from the roots reaches it
+};
+
+// One allocation stack as the report shows it: the program's frames (the checker's own hook
+// frames left out), innermost first, and their names (empty until the name stage ran).
+struct NamedStack {
+  uint64_t earliest = UINT64_MAX;  // sequence number of its earliest live block (none: UINT64_MAX)
+  std::vector<uintptr_t> pcs;
+  std::vector<SymbolizedFrame> frames;
+};
+
+// The blocks of one stack with one verdict.
+struct ReportEntry {
+  uint32_t stack_id = 0;
+  Verdict verdict = Verdict::kLive;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  uint64_t first_sequence = UINT64_MAX;  // of the earliest block
+  uint32_t thread = 0;                   // serial of the thread of the earliest block
+  std::string thread_name = "?";         // that thread's name and kernel id, when known
+  int tid = 0;
+  std::vector<uintptr_t> pcs;            // as NamedStack
+  std::vector<SymbolizedFrame> frames;
+};
+
+// The live blocks a thread allocated (all verdicts; the exit's own blocks left out).
+struct ThreadEntry {
+  uint32_t serial = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::string name = "?";
+  int tid = 0;
+  uint64_t peak_bytes = 0;  // the most the thread's allocations held live at once
+};
+
+struct ReportSummary {
+  uint64_t bytes = 0;        // of the entries shown
+  uint64_t allocations = 0;
+  bool scanned = false;      // a reachability scan ran: the reachable totals below mean something
+  uint64_t reachable_bytes = 0;
+  uint64_t reachable_allocations = 0;
+  uint64_t peak_bytes = 0;         // the process's recorded live bytes at their peak
+  uint64_t live_allocations = 0;   // live in the table when the report was made
+  uint32_t distinct_stacks = 0;    // every stack the table ever interned
+  uint64_t table_bytes = 0;        // the checker's own memory: the allocation table
+  uint64_t stack_bytes = 0;        // and the stack table
+  uint64_t own_bytes() const { return table_bytes + stack_bytes; }
+};
+
+struct LeakReport {
+  std::string occasion;   // "exit", "signal 12", "request"
+  bool at_exit = false;
+  int number = 1;         // the process's reports so far, this one included
+  int pid = 0;
+  std::string program = "?";
+  std::string naming_error;         // why frames are not named (empty when they are)
+  ReportSummary summary;
+  std::vector<ThreadEntry> threads;  // largest live bytes first
+  std::vector<ReportEntry> entries;  // the entries shown, largest first
+};
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_REPORT_MODEL_H_

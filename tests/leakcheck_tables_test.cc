@@ -1,0 +1,218 @@
+// The leak checker's recording tables as classes: the live-allocation table (insert, remove,
+// replace, growth and rehash, shards, the consistent walk) and the stack table (interning, ids,
+// frames, the frame cap).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "leakcheck/allocation_table.h"
+#include "leakcheck/stack_table.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+// Addresses as the allocator gives them: 16-byte aligned, spread over several 64 MiB regions
+// (the table's shard groups).
+uintptr_t AddressOf(uint64_t i) { return 0x7f0000000000ull + (i % 7) * (uint64_t{64} << 20) + i * 48; }
+
+std::map<uintptr_t, Allocation> Walk(AllocationTable& table) {
+  std::map<uintptr_t, Allocation> seen;
+  EXPECT_TRUE(table.ForEach(UINT64_MAX, [&](const Allocation& a) {
+    EXPECT_TRUE(seen.emplace(a.address, a).second) << "walked twice: " << a.address;
+  }));
+  return seen;
+}
+
+TEST(AllocationTable, InsertRemoveAndTheirCounts) {
+  auto table = std::make_unique<AllocationTable>();
+  EXPECT_EQ(table->live_count(), 0u);
+  EXPECT_FALSE(table->Remove(0x1000));  // an empty table tracks nothing
+  ASSERT_TRUE(table->Insert(0x1000, 24, 7, 3, 100));
+  ASSERT_TRUE(table->Insert(0x2000, 40, 8, 4, 101));
+  EXPECT_EQ(table->live_count(), 2u);
+  EXPECT_EQ(table->live_bytes(), 64u);
+  EXPECT_GT(table->table_bytes(), 0u);
+
+  Allocation removed{};
+  ASSERT_TRUE(table->Remove(0x1000, &removed));
+  EXPECT_EQ(removed.address, 0x1000u);
+  EXPECT_EQ(removed.size, 24u);
+  EXPECT_EQ(removed.stack_id, 7u);
+  EXPECT_EQ(removed.thread, 3);
+  EXPECT_EQ(removed.sequence, 100u);
+  EXPECT_FALSE(table->Remove(0x1000));  // gone: a second free passes unnoticed
+  EXPECT_FALSE(table->Remove(0x3000));  // never tracked
+  EXPECT_EQ(table->live_count(), 1u);
+  EXPECT_EQ(table->live_bytes(), 40u);
+}
+
+TEST(AllocationTable, ABlockAtATrackedAddressReplacesTheOneWhoseFreeWasMissed) {
+  auto table = std::make_unique<AllocationTable>();
+  Allocation replaced{};
+  ASSERT_TRUE(table->Insert(0x5000, 10, 1, 1, 1, &replaced));
+  EXPECT_EQ(replaced.address, 0u);  // nothing replaced
+  ASSERT_TRUE(table->Insert(0x5000, 30, 2, 2, 2, &replaced));
+  EXPECT_EQ(replaced.address, 0x5000u);
+  EXPECT_EQ(replaced.size, 10u);
+  EXPECT_EQ(replaced.stack_id, 1u);
+  EXPECT_EQ(table->live_count(), 1u);
+  EXPECT_EQ(table->live_bytes(), 30u);
+  const auto seen = Walk(*table);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen.at(0x5000).stack_id, 2u);
+}
+
+TEST(AllocationTable, GrowsAndRehashesWithoutLosingABlock) {
+  auto table = std::make_unique<AllocationTable>();
+  constexpr uint64_t kBlocks = 50000;  // far past every shard's first 64 slots
+  for (uint64_t i = 0; i < kBlocks; ++i) {
+    ASSERT_TRUE(table->Insert(AddressOf(i), i + 1, static_cast<uint32_t>(i % 97), 1, i));
+  }
+  EXPECT_EQ(table->live_count(), kBlocks);
+  // Every other one freed, then as many new ones: deleted slots are reused or rehashed away.
+  for (uint64_t i = 0; i < kBlocks; i += 2) ASSERT_TRUE(table->Remove(AddressOf(i))) << i;
+  const size_t after_frees = table->table_bytes();
+  for (uint64_t i = kBlocks; i < kBlocks + kBlocks / 2; ++i) {
+    ASSERT_TRUE(table->Insert(AddressOf(i), i + 1, 1, 2, i));
+  }
+  // The table follows the live count (the same number live again), not the allocations made.
+  EXPECT_LE(table->table_bytes(), 2 * after_frees);
+  const auto seen = Walk(*table);
+  ASSERT_EQ(seen.size(), kBlocks);
+  uint64_t bytes = 0;
+  for (uint64_t i = 1; i < kBlocks; i += 2) {
+    auto it = seen.find(AddressOf(i));
+    ASSERT_NE(it, seen.end()) << i;
+    EXPECT_EQ(it->second.size, i + 1);
+    EXPECT_EQ(it->second.sequence, i);
+    bytes += i + 1;
+  }
+  for (uint64_t i = kBlocks; i < kBlocks + kBlocks / 2; ++i) bytes += i + 1;
+  EXPECT_EQ(table->live_bytes(), bytes);
+  // Each still found by its address (lookups and rehashing agree on where a probe starts).
+  for (uint64_t i = 1; i < kBlocks; i += 2) ASSERT_TRUE(table->Remove(AddressOf(i))) << i;
+  EXPECT_EQ(table->live_count(), kBlocks / 2);
+}
+
+TEST(AllocationTable, TheWalkRefusesMoreThanItsRoomAndClearForgetsAll) {
+  auto table = std::make_unique<AllocationTable>();
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(table->Insert(AddressOf(i), 8, 1, 1, i));
+  int called = 0;
+  EXPECT_FALSE(table->ForEach(99, [&](const Allocation&) { ++called; }));
+  EXPECT_EQ(called, 0);  // all or nothing
+  EXPECT_TRUE(table->ForEach(100, [&](const Allocation&) { ++called; }));
+  EXPECT_EQ(called, 100);
+  table->Clear();
+  EXPECT_EQ(table->live_count(), 0u);
+  EXPECT_EQ(table->live_bytes(), 0u);
+  EXPECT_TRUE(Walk(*table).empty());
+  EXPECT_FALSE(table->Remove(AddressOf(5)));
+  ASSERT_TRUE(table->Insert(AddressOf(5), 8, 1, 1, 0));  // usable again
+  EXPECT_EQ(table->live_count(), 1u);
+}
+
+TEST(AllocationTable, SequencesAreReservedInBlocks) {
+  auto table = std::make_unique<AllocationTable>();
+  const uint64_t first = table->ReserveSequences(64);
+  const uint64_t second = table->ReserveSequences(64);
+  EXPECT_EQ(second, first + 64);
+  EXPECT_EQ(table->next_sequence(), second + 64);
+}
+
+TEST(AllocationTable, ThreadsOnEveryShardAtOnce) {
+  auto table = std::make_unique<AllocationTable>();
+  constexpr int kThreads = 4;
+  constexpr uint64_t kEach = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kEach; ++i) {
+        const uint64_t n = t * kEach + i;
+        table->Insert(AddressOf(n), 16, 1, t, n);
+        if (i % 3 == 0) table->Remove(AddressOf(n));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const uint64_t expected = kThreads * (kEach - (kEach + 2) / 3);
+  EXPECT_EQ(table->live_count(), expected);
+  EXPECT_EQ(Walk(*table).size(), expected);
+  EXPECT_EQ(table->live_bytes(), expected * 16);
+}
+
+TEST(StackTable, InternsEachDistinctStackOnce) {
+  auto stacks = std::make_unique<StackTable>();
+  void* a[] = {reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x2000),
+               reinterpret_cast<void*>(0x3000)};
+  void* b[] = {reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x2000),
+               reinterpret_cast<void*>(0x3001)};
+  const uint32_t id_a = stacks->Intern(a, 3);
+  const uint32_t id_b = stacks->Intern(b, 3);
+  const uint32_t id_prefix = stacks->Intern(a, 2);  // a prefix is a stack of its own
+  EXPECT_NE(id_a, StackTable::kNoStack);
+  EXPECT_NE(id_a, id_b);
+  EXPECT_NE(id_a, id_prefix);
+  EXPECT_EQ(stacks->Intern(a, 3), id_a);
+  EXPECT_EQ(stacks->size(), 3u);
+  EXPECT_GT(stacks->bytes(), 0u);
+
+  void* const* pcs = nullptr;
+  ASSERT_EQ(stacks->Frames(id_b, &pcs), 3);
+  EXPECT_EQ(pcs[2], b[2]);
+  ASSERT_EQ(stacks->Frames(id_prefix, &pcs), 2);
+  EXPECT_EQ(pcs[1], a[1]);
+  EXPECT_EQ(stacks->Frames(StackTable::kNoStack, &pcs), 0);
+  EXPECT_EQ(stacks->Frames(12345, &pcs), 0);  // never handed out
+}
+
+TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
+  auto stacks = std::make_unique<StackTable>();
+  std::vector<void*> deep(StackTable::kMaxFrames + 10);
+  for (size_t i = 0; i < deep.size(); ++i) deep[i] = reinterpret_cast<void*>(0x400000 + i * 4);
+  const uint32_t id = stacks->Intern(deep.data(), static_cast<int>(deep.size()));
+  void* const* pcs = nullptr;
+  ASSERT_EQ(stacks->Frames(id, &pcs), StackTable::kMaxFrames);
+  // The same first kMaxFrames frames are the same stack.
+  EXPECT_EQ(stacks->Intern(deep.data(), StackTable::kMaxFrames), id);
+  const uint32_t empty = stacks->Intern(nullptr, 0);
+  EXPECT_NE(empty, StackTable::kNoStack);
+  EXPECT_EQ(stacks->Intern(deep.data(), -3), empty);
+  EXPECT_EQ(stacks->Frames(empty, &pcs), 0);
+}
+
+TEST(StackTable, ManyStacksFromManyThreadsGetDistinctIds) {
+  auto stacks = std::make_unique<StackTable>();
+  constexpr int kThreads = 4;
+  constexpr int kStacks = 20000;  // past one id chunk (4,096)
+  std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(kStacks));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Every thread interns the same stacks, in its own order.
+      for (int k = 0; k < kStacks; ++k) {
+        const int s = (t % 2 == 0) ? k : kStacks - 1 - k;
+        void* pcs[2] = {reinterpret_cast<void*>(uintptr_t{0x1000} + s),
+                        reinterpret_cast<void*>(uintptr_t{0x9000})};
+        ids[t][s] = stacks->Intern(pcs, 2);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(stacks->size(), static_cast<uint32_t>(kStacks));
+  std::set<uint32_t> distinct;
+  for (int s = 0; s < kStacks; ++s) {
+    for (int t = 1; t < kThreads; ++t) ASSERT_EQ(ids[t][s], ids[0][s]) << s;
+    distinct.insert(ids[0][s]);
+    void* const* pcs = nullptr;
+    ASSERT_EQ(stacks->Frames(ids[0][s], &pcs), 2);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pcs[0]), uintptr_t{0x1000} + s);
+  }
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kStacks));
+}
+
+}  // namespace
+}  // namespace stackwalk::leakcheck
