@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <cinttypes>
-#include <cstdio>
+#include "format/frame_layout.h"
+
 
 namespace stackwalk::leakcheck {
 
@@ -44,15 +44,16 @@ bool FrameNamer::SymbolizeFile(const std::string& path, uint64_t address,
 
 std::string FrameNamer::Format(const std::vector<SymbolizedFrame>& frames) const {
   if (table_ != nullptr) return table_->format(frames);
+  // The same layout (format/frame_layout.h) with what the loader knows: object and offset.
   std::string text;
-  char line[64];
+  internal::StringSink sink(&text);
   for (const SymbolizedFrame& f : frames) {
-    std::snprintf(line, sizeof(line), "#%d 0x%016" PRIx64, f.index, f.pc);
-    text += line;
-    if (!f.module.empty()) {
-      std::snprintf(line, sizeof(line), "+0x%" PRIx64 ")", f.module_offset);
-      text += " (" + f.module + line;
-    }
+    internal::FrameLine line;
+    line.index = f.index;
+    line.pc = f.pc;
+    line.module = f.module.c_str();
+    line.module_offset = f.module_offset;
+    internal::WriteFrameLine(sink, line);
     text += "\n";
   }
   return text;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "format/frame_json.h"
 #include "format/json_string.h"
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/frame_namer.h"
@@ -89,22 +90,9 @@ std::vector<void*> ProgramFrames(void* const* pcs, int n) {
   return std::vector<void*>(pcs + first, pcs + n);
 }
 
-// One leak's frames as JSON objects.
+// One leak's frames as JSON objects (format/frame_json.h: docs/schema/frame.schema.json).
 std::string FramesJson(const std::vector<SymbolizedFrame>& frames) {
-  using internal::JsonString;
-  std::string out = "[";
-  char number[40];
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const SymbolizedFrame& f = frames[i];
-    std::snprintf(number, sizeof(number), "0x%" PRIx64, f.pc);
-    out += std::string(i ? "," : "") + "{\"pc\":\"" + number + "\",\"module\":" + JsonString(f.module);
-    std::snprintf(number, sizeof(number), "0x%" PRIx64, f.module_offset);
-    out += std::string(",\"offset\":\"") + number + "\",\"function\":" + JsonString(f.function) +
-           ",\"file\":" + JsonString(f.file) + ",\"line\":" + std::to_string(f.line) +
-           ",\"column\":" + std::to_string(f.column) +
-           ",\"inlined\":" + (f.inlined ? "true" : "false") + "}";
-  }
-  return out + "]";
+  return internal::DumpJson(internal::FramesJsonArray(frames));
 }
 
 // "NAME (tid N)" for a thread serial.

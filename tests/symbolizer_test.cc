@@ -116,7 +116,7 @@ TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_TRUE(frames[0].function.empty());
   EXPECT_TRUE(frames[0].module.empty());
-  EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010\n");
+  EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010 (in no known object)\n");
   // The error says why.
   EXPECT_EQ(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).status().message(),
             "/nonexistent/file: No such file or directory");

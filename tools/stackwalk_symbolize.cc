@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "format/frame_json.h"
 #include "symbolize/demangle.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
@@ -418,10 +419,13 @@ class Tool {
   void PrintUnreadable(const std::string& input, const std::string& module, uint64_t offset,
                        const std::string& error) {
     if (o_.json) {
-      std::printf("{\"input\":%s,\"module\":%s,\"offset\":\"0x%" PRIx64
-                  "\",\"error\":%s,\"frames\":[]}\n",
-                  JsonString(input).c_str(), JsonString(module).c_str(), offset,
-                  JsonString(error).c_str());
+      nlohmann::ordered_json answer;
+      answer["input"] = input;
+      answer["module"] = module;
+      answer["offset"] = "0x" + Hex(offset);
+      answer["error"] = error;
+      answer["frames"] = nlohmann::ordered_json::array();
+      std::printf("%s\n", stackwalk::internal::DumpJson(answer).c_str());
     } else {
       std::printf("%s: ?? (%s+0x%" PRIx64 ": %s)\n", input.c_str(), module.c_str(), offset,
                   error.c_str());
@@ -433,15 +437,26 @@ class Tool {
     std::vector<DwarfFrame> frames = FramesAt(object, offset, false);
     size_t count = o_.inlines ? frames.size() : std::min<size_t>(frames.size(), 1);
     if (o_.json) {
-      std::printf("{\"input\":%s,\"module\":%s,\"offset\":\"0x%" PRIx64 "\",\"frames\":[",
-                  JsonString(input).c_str(), JsonString(module).c_str(), offset);
+      // The frames in the one frame layout (format/frame_json.h): the link-time address is
+      // both the pc and the module offset; one request, index 0.
+      nlohmann::ordered_json answer;
+      answer["input"] = input;
+      answer["module"] = module;
+      answer["offset"] = "0x" + Hex(offset);
+      answer["frames"] = nlohmann::ordered_json::array();
       for (size_t i = 0; i < count; ++i) {
-        const DwarfFrame& f = frames[i];
-        std::printf("%s{\"function\":%s,\"file\":%s,\"line\":%d,\"column\":%d,\"inlined\":%s}",
-                    i ? "," : "", JsonString(Demangled(f)).c_str(), JsonString(f.file).c_str(),
-                    f.line, f.column, f.inlined ? "true" : "false");
+        stackwalk::SymbolizedFrame f;
+        f.pc = offset;
+        f.function = Demangled(frames[i]);
+        f.file = frames[i].file;
+        f.line = frames[i].line;
+        f.column = frames[i].column;
+        f.inlined = frames[i].inlined;
+        f.module = module;
+        f.module_offset = offset;
+        answer["frames"].push_back(stackwalk::internal::FrameJson(f));
       }
-      std::printf("]}\n");
+      std::printf("%s\n", stackwalk::internal::DumpJson(answer).c_str());
       return;
     }
     if (count == 0) {

@@ -1,5 +1,5 @@
 // format.h — turn captured PCs into readable lines, e.g.
-//   #1 0x000055d0c0a01234 in demo::Parse(int) (demo+0x1234)
+//   #1 0x000055d0c0a01234 in demo::Parse(int) (/home/me/demo+0x1234)
 //
 // Names come from the dynamic symbol table (dladdr): link executables with -rdynamic for their
 // own functions to be named. File:line and inline frames arrive with the symbolizer.
@@ -26,8 +26,10 @@ struct FrameInfo {
 // Signal safety: NOT async-signal-safe (dladdr, allocation, demangling).
 FrameInfo DescribePc(const void* pc, bool is_return_address);
 
-// FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)".
-// Unknown parts are left out. Signal safety: NOT async-signal-safe.
+// FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)",
+// the layout every frame line of the library has (the symbolizer's, the leak and crash reports'):
+// the pc padded to a pointer's width, the module's full path. An unknown function is left out;
+// an unknown module reads "(in no known object)". Signal safety: NOT async-signal-safe.
 std::string FormatFrame(int index, const FrameInfo& frame);
 
 // FormatTrace(): the lines of pcs[0..n), one per frame, each ending in '\n'. Set

@@ -9,8 +9,8 @@
 //   stackwalk::Symbolizer symbolizer;
 //   std::printf("%s", stackwalk::FormatFrames(symbolizer.SymbolizeTrace(pcs, n)).c_str());
 //
-//   #0 0x000055d0c0a0151b in geo::Field::Total(int) const at demo.cc:31:14 (stackwalk_demo+0x151b)
-//   #1 0x000055d0c0a01570 in geo::Lookup(long) (inlined) at demo.cc:52:9 (stackwalk_demo+0x1570)
+//   #0 0x000055d0c0a0151b in geo::Field::Total(int) const at demo.cc:31:14 (/src/stackwalk_demo+0x151b)
+//   #1 0x000055d0c0a01570 in geo::Lookup(long) (inlined) at demo.cc:52:9 (/src/stackwalk_demo+0x1570)
 //
 // Not async-signal-safe (reads files, allocates): crash handlers use crash_handler.h, which
 // names frames on a signal-safe path.
@@ -54,14 +54,18 @@ class Symbolizer {
 
   // Symbolize()
   //
-  // The frames at `pc` of this process, innermost (inlined) first: at least one, with as much
-  // as is known (a missing debug file still gives the symbol table's name), or none if memory
-  // ran out. A return address (every trace frame but an interrupted one) is looked up at pc - 1.
+  // The frames at `pc` of this process, innermost (inlined) first: at least one (a PC in no
+  // known object gives one frame with only pc set), or none if memory ran out. An object
+  // unloaded since the capture is read from its file, as the module map remembers it. Names are
+  // DWARF's; the symbol table names the outermost frame where DWARF has no name, or only a bare
+  // name for a C++ function (a missing debug file still gives the symbol table's name). A
+  // return address (every trace frame but an interrupted one) is looked up at pc - 1.
   //
   // Thread safety: thread-safe. Signal safety: NOT async-signal-safe.
   std::vector<SymbolizedFrame> Symbolize(const void* pc, bool is_return_address);
 
-  // SymbolizeTrace(): every PC of a captured trace, grouped by object; empty if memory ran out.
+  // SymbolizeTrace(): the frames of every PC of a captured trace, in trace order, each with
+  // `index` its position in pcs; empty if memory ran out.
   // `first_is_interrupted` for traces from a signal context.
   std::vector<SymbolizedFrame> SymbolizeTrace(void* const* pcs, int n,
                                               bool first_is_interrupted = false);
@@ -77,10 +81,12 @@ class Symbolizer {
 };
 
 // FormatFrames(): one line per frame, "#<index> 0x<pc> in <function> [(inlined)] at
-// <file>:<line>:<column> (<module>+0x<offset>)", unknown parts left out; "" if memory ran out.
+// <file>:<line>:<column> (<module>+0x<offset>)" (format.h's layout: the module's full path, "(in
+// no known object)" for a PC in none), other unknown parts left out; "" if memory ran out.
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames);
 
-// FormatFramesJson(): a JSON array of objects with the same fields; "" if memory ran out.
+// FormatFramesJson(): a JSON array of frame objects as docs/schema/frame.schema.json defines
+// them (the fields above, pc and module_offset as "0x..." strings); "" if memory ran out.
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames);
 
 }  // namespace stackwalk

@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/module_map.h"
+#include "format/frame_json.h"
+#include "format/frame_layout.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/object_file.h"
@@ -23,10 +25,7 @@ namespace stackwalk {
 namespace {
 
 using internal::DwarfFrame;
-using internal::JsonString;
 using internal::SymbolHit;
-
-std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 // The main executable's path: the loader reports it as "".
 std::string ExecutablePath() {
@@ -215,28 +214,23 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
   }
 }
 
-// The formatters build their text with std::string only: an exception cannot unwind through
-// abseil's str_format (std::terminate, found by the allocation-failure sweep).
-namespace {
-std::string HexNumber(uint64_t v, int width = 0) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
-  return buf;
-}
-}  // namespace
-
+// The formatters catch std::bad_alloc: an exception cannot unwind through abseil's str_format
+// (std::terminate, found by the allocation-failure sweep), so neither uses it.
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
   std::string out;
+  internal::StringSink sink(&out);
   for (const SymbolizedFrame& f : frames) {
-    out += "#" + std::to_string(f.index) + " " + HexNumber(f.pc, 16);
-    if (!f.function.empty()) out += " in " + f.function;
-    if (f.inlined) out += " (inlined)";
-    if (!f.file.empty()) {
-      out += " at " + f.file;
-      if (f.line > 0) out += ":" + std::to_string(f.line);
-      if (f.column > 0) out += ":" + std::to_string(f.column);
-    }
-    if (!f.module.empty()) out += " (" + Basename(f.module) + "+" + HexNumber(f.module_offset) + ")";
+    internal::FrameLine line;
+    line.index = f.index;
+    line.pc = f.pc;
+    line.function = f.function.c_str();
+    line.inlined = f.inlined;
+    line.file = f.file.c_str();
+    line.line = f.line;
+    line.column = f.column;
+    line.module = f.module.c_str();
+    line.module_offset = f.module_offset;
+    internal::WriteFrameLine(sink, line);
     out += '\n';
   }
   return out;
@@ -245,17 +239,7 @@ std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
 }
 
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) try {
-  std::string out = "[";
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const SymbolizedFrame& f = frames[i];
-    if (i != 0) out += ",";
-    out += "{\"index\":" + std::to_string(f.index) + ",\"pc\":\"" + HexNumber(f.pc) +
-           "\",\"function\":" + JsonString(f.function) + ",\"file\":" + JsonString(f.file) +
-           ",\"line\":" + std::to_string(f.line) + ",\"column\":" + std::to_string(f.column) +
-           ",\"inlined\":" + (f.inlined ? "true" : "false") + ",\"module\":" + JsonString(f.module) +
-           ",\"module_offset\":\"" + HexNumber(f.module_offset) + "\"}";
-  }
-  return out + "]";
+  return internal::DumpJson(internal::FramesJsonArray(frames));
 } catch (const std::bad_alloc&) {
   return std::string();
 }
