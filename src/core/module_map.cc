@@ -8,6 +8,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/build_id.h"
+
 namespace stackwalk::internal {
 namespace {
 
@@ -38,27 +40,6 @@ int ReadAddsSubs(dl_phdr_info* info, size_t size, void* data) {
   return 1;  // the counters are the same in every entry: stop after the first
 }
 
-// Copies the NT_GNU_BUILD_ID of a PT_NOTE segment, if it has one.
-void ReadBuildId(const uint8_t* notes, size_t size, Module* m) {
-  size_t off = 0;
-  while (size - off >= sizeof(ElfW(Nhdr))) {
-    ElfW(Nhdr) nh;
-    std::memcpy(&nh, notes + off, sizeof(nh));
-    size_t name_off = off + sizeof(nh);
-    size_t desc_off = name_off + ((nh.n_namesz + 3u) & ~size_t{3});
-    size_t next = desc_off + ((nh.n_descsz + 3u) & ~size_t{3});
-    if (next > size || next <= off) return;
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-        std::memcmp(notes + name_off, "GNU", 4) == 0) {
-      size_t n = nh.n_descsz < sizeof(m->build_id) ? nh.n_descsz : sizeof(m->build_id);
-      std::memcpy(m->build_id, notes + desc_off, n);
-      m->build_id_size = static_cast<uint8_t>(n);
-      return;
-    }
-    off = next;
-  }
-}
-
 void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
   m->load_bias = info->dlpi_addr;
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -82,7 +63,9 @@ void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
         break;
       case PT_NOTE:
         if (m->build_id_size == 0) {
-          ReadBuildId(reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(start)), ph.p_memsz, m);
+          const int n = FindGnuBuildId(reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(start)),
+                                       ph.p_memsz, m->build_id, sizeof(m->build_id));
+          if (n > 0) m->build_id_size = static_cast<uint8_t>(n);
         }
         break;
       default:
