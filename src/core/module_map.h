@@ -100,6 +100,25 @@ class ModuleMap {
   static constexpr int kUnloadedKept = 64;
   bool FindUnloaded(uint64_t pc, UnloadedModule* out) const;
 
+  // Looks `address` up and calls accept(module) with the module holding it, its snapshot pinned
+  // for the call; accept returns whether the module will do. On a miss (no module, or one not
+  // accepted) the map is refreshed if the loaded set changed (an object loaded since) and looked
+  // up once more. Returns whether a module was accepted. The one lookup-then-refresh loop of the
+  // library (DescribePc, Symbolizer::Symbolize).
+  // Signal safety: NOT async-signal-safe (the refresh).
+  template <class Accept>
+  bool FindRefreshing(uint64_t address, Accept&& accept) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      {
+        Reader reader(*this);
+        const Module* m = reader.snapshot() != nullptr ? reader.snapshot()->Find(address) : nullptr;
+        if (m != nullptr && accept(*m)) return true;
+      }
+      if (!RefreshIfChanged()) break;  // nothing loaded since: a second look finds the same
+    }
+    return false;
+  }
+
   // How many snapshots were built so far.
   uint64_t rebuild_count() const { return rebuilds_.load(std::memory_order_relaxed); }
 

@@ -18,20 +18,11 @@ FrameInfo DescribePc(const void* pc, bool is_return_address) {
     if (dl.dli_sname != nullptr) info.function = internal::Demangle(dl.dli_sname);
     if (dl.dli_fname != nullptr) info.module_path = dl.dli_fname;
   }
-  internal::ModuleMap& map = internal::ModuleMap::Global();
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    {
-      internal::ModuleMap::Reader reader(map);
-      const internal::Module* m =
-          reader.snapshot() != nullptr ? reader.snapshot()->Find(lookup) : nullptr;
-      if (m != nullptr) {
-        info.module_offset = reinterpret_cast<uintptr_t>(pc) - m->load_bias;
-        if (info.module_path.empty()) info.module_path = m->path;
-        break;
-      }
-    }
-    if (!map.RefreshIfChanged()) break;  // a miss: the module may be newly loaded
-  }
+  internal::ModuleMap::Global().FindRefreshing(lookup, [&](const internal::Module& m) {
+    info.module_offset = reinterpret_cast<uintptr_t>(pc) - m.load_bias;
+    if (info.module_path.empty()) info.module_path = m.path;
+    return true;
+  });
   return info;
 }
 

@@ -134,18 +134,12 @@ std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_retur
     internal::ModuleMap& map = internal::ModuleMap::Global();
     std::string path;
     uint64_t bias = 0;
-    for (int attempt = 0; attempt < 2 && path.empty(); ++attempt) {
-      {
-        internal::ModuleMap::Reader reader(map);
-        const internal::Module* m =
-            reader.snapshot() != nullptr ? reader.snapshot()->Find(lookup) : nullptr;
-        if (m != nullptr && !m->is_vdso) {
-          path = m->path[0] != '\0' ? std::string(m->path) : ExecutablePath();
-          bias = m->load_bias;
-        }
-      }
-      if (path.empty() && !map.RefreshIfChanged()) break;  // a miss: maybe newly loaded
-    }
+    map.FindRefreshing(lookup, [&](const internal::Module& m) {
+      if (m.is_vdso) return false;  // no file to read
+      path = m.path[0] != '\0' ? std::string(m.path) : ExecutablePath();
+      bias = m.load_bias;
+      return true;
+    });
     internal::UnloadedModule unloaded;
     if (path.empty() && map.FindUnloaded(lookup, &unloaded)) {  // dlclose'd since the capture
       path = unloaded.path;
