@@ -42,12 +42,48 @@ struct SymbolizedFrame {
   bool inlined = false;     // an inlined call; the next frame with the same index is its caller
   std::string module;       // the object's path; empty if the PC is in none
   uint64_t module_offset = 0;  // pc minus the object's load bias
+
+  // What tools that print as binutils' addr2line or llvm-symbolizer do need besides
+  // (stackwalk-symbolize): filled where DWARF or the symbol table says, else left as here.
+  std::string linkage_name;    // the mangled name if the function has one, else its plain name
+  uint64_t function_start = 0;  // link-time address where the function (or inlined call) starts
+  bool function_start_is_low_pc = false;  // function_start is its DW_AT_low_pc, not a range's start
+  unsigned discriminator = 0;  // of the line, on the innermost frame
+  std::string decl_file;       // where the function is declared (DW_AT_decl_file); empty if unknown
+  int decl_line = 0;
+};
+
+// How SymbolizeFile() names frames.
+enum class FrameNaming {
+  // Symbolize()'s rule: DWARF's names; the symbol table names the outermost frame where DWARF
+  // has no name, or only a bare name for a C++ function.
+  kStackwalk,
+  // As binutils' addr2line: the symbol table names the innermost function without a DWARF
+  // linkage name the first time it is looked up (and what started where its symbol does keeps
+  // that name afterwards, in callers too): the answer depends on the lookups before it, per
+  // object, as addr2line's does. A location without a line takes the symbol's STT_FILE name.
+  kAddr2line,
+  // As llvm-symbolizer 14: DWARF's names, and the outermost frame returned is named by the
+  // symbol table where one covers the address (with its start address and STT_FILE name).
+  kLlvmSymbolizer,
+};
+
+struct FileQuery {
+  FrameNaming naming = FrameNaming::kStackwalk;
+  bool innermost_only = false;  // the innermost frame alone, without its inline callers
+  bool name_functions = true;   // false: kLlvmSymbolizer does not ask the symbol table
+};
+
+struct SymbolizerOptions {
+  // Where separate debug files are looked for (.build-id/xx/yyyy.debug and debuglink paths).
+  std::string debug_root = "/usr/lib/debug";
 };
 
 class Symbolizer {
  public:
   // Never throws; without memory for its state, every call answers "out of memory".
   Symbolizer();
+  explicit Symbolizer(const SymbolizerOptions& options);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -70,10 +106,25 @@ class Symbolizer {
   std::vector<SymbolizedFrame> SymbolizeTrace(void* const* pcs, int n,
                                               bool first_is_interrupted = false);
 
-  // SymbolizeFile(): offline, a link-time address of an ELF file. Fails with NotFound if the
-  // file cannot be read as ELF, ResourceExhausted if memory ran out.
+  // SymbolizeFile(): offline, a link-time address of an ELF file: at least one frame, innermost
+  // first, each with pc and module_offset the address and module the path. Fails with NotFound
+  // ("PATH: why") if the file cannot be read as ELF, ResourceExhausted if memory ran out. Each
+  // file is opened once and kept. Thread safety: thread-safe.
   absl::StatusOr<std::vector<SymbolizedFrame>> SymbolizeFile(const std::string& path,
                                                              uint64_t address);
+  absl::StatusOr<std::vector<SymbolizedFrame>> SymbolizeFile(const std::string& path,
+                                                             uint64_t address,
+                                                             const FileQuery& query);
+
+  // FileOffsetToAddress(): the link-time address that file offset `offset` of `path` is loaded
+  // at (through its PT_LOAD segments), for addresses read through a process's maps. NotFound if
+  // the file cannot be read or no segment holds the offset.
+  absl::StatusOr<uint64_t> FileOffsetToAddress(const std::string& path, uint64_t offset);
+
+  // FindSection(): the link-time address and size of section `name` of `path`; NotFound if the
+  // file cannot be read or has no such section.
+  absl::Status FindSection(const std::string& path, const std::string& name, uint64_t* address,
+                           uint64_t* size);
 
  private:
   struct Impl;
