@@ -42,6 +42,8 @@ int ReadAddsSubs(dl_phdr_info* info, size_t size, void* data) {
 
 void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
   m->load_bias = info->dlpi_addr;
+  m->phdr = info->dlpi_phdr;
+  m->phnum = info->dlpi_phnum;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];

@@ -1,8 +1,12 @@
 // ModuleMap: an immutable snapshot of the loaded objects (executable, libraries, vDSO) with what
-// the unwinders and the symbolizer need of each, swapped atomically when dlopen/dlclose changed
-// the loaded set. Readers never lock; only Refresh*() (never from a signal handler) builds.
+// the unwinders, the symbolizer and the leak checker need of each, swapped atomically when
+// dlopen/dlclose changed the loaded set: the library's one list of loaded objects (its one
+// dl_iterate_phdr walk) and its one history of unloaded ones. Readers never lock; only
+// Refresh*() (never from a signal handler) builds.
 #ifndef STACKWALK_SRC_CORE_MODULE_MAP_H_
 #define STACKWALK_SRC_CORE_MODULE_MAP_H_
+
+#include <link.h>
 
 #include <atomic>
 #include <cstddef>
@@ -28,6 +32,8 @@ struct Module {
   uint8_t build_id_size = 0;
   bool is_vdso = false;
   bool is_main_executable = false;
+  const ElfW(Phdr)* phdr = nullptr;  // the loader's program headers (dlpi_phdr), valid while
+  int phnum = 0;                     // the object stays loaded
 
   bool IsExecutable(uint64_t pc) const;
 };
