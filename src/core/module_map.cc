@@ -266,17 +266,30 @@ void ModuleMap::NoteUnloadedLocked(const ModuleSnapshot& before, const ModuleSna
   }
 }
 
-bool ModuleMap::FindUnloaded(uint64_t pc, UnloadedModule* out) const {
+bool ModuleMap::VisitUnloaded(uint64_t pc, bool (*visit)(const UnloadedModule&, void*),
+                              void* context) const {
   std::lock_guard<std::mutex> lock(g_writer_mutex);
   const uint64_t kept = unloaded_count_ < kUnloadedKept ? unloaded_count_ : kUnloadedKept;
   for (uint64_t k = 0; k < kept; ++k) {  // newest first
     const UnloadedModule& u = unloaded_[(unloaded_count_ - 1 - k) % kUnloadedKept];
-    if (u.extent.Contains(pc)) {
-      *out = u;
-      return true;
-    }
+    if (u.extent.Contains(pc) && visit(u, context)) return true;
   }
   return false;
+}
+
+bool ModuleMap::FindUnloaded(uint64_t pc, UnloadedModule* out) const {
+  return VisitUnloaded(
+      pc,
+      [](const UnloadedModule& u, void* context) {
+        *static_cast<UnloadedModule*>(context) = u;
+        return true;
+      },
+      out);
+}
+
+uint64_t ModuleMap::generation() const {
+  Reader reader(const_cast<ModuleMap&>(*this));
+  return reader.snapshot() != nullptr ? reader.snapshot()->generation() : 0;
 }
 
 void ModuleMap::FreeRetiredLocked() {

@@ -100,11 +100,20 @@ class ModuleMap {
   bool Rebuild();
 
   // The most recently unloaded object whose extent held `pc`, among the last kUnloadedKept that
-  // a rebuild found gone. Only objects some snapshot saw are known: a library dlopen'ed and
-  // dlclose'd with no rebuild in between (stackwalk_refresh_modules(), a symbolization) is not.
+  // a rebuild found gone: the process's one history of unloaded objects (the symbolizer's, and
+  // the leak checker's through VisitUnloaded). Only objects some snapshot saw are known: a
+  // library dlopen'ed and dlclose'd with no rebuild in between (stackwalk_refresh_modules(), a
+  // symbolization, the leak checker's dlclose hook) is not.
   // Signal safety: NOT async-signal-safe (the writer mutex).
-  static constexpr int kUnloadedKept = 64;
+  static constexpr int kUnloadedKept = 256;
   bool FindUnloaded(uint64_t pc, UnloadedModule* out) const;
+  // Calls visit(object, context) for each kept unloaded object whose extent held `pc`, newest
+  // first, until it returns true; returns whether one did. `visit` runs under the writer
+  // mutex: it must not call into the map. Signal safety: NOT async-signal-safe.
+  bool VisitUnloaded(uint64_t pc, bool (*visit)(const UnloadedModule& object, void* context),
+                     void* context) const;
+  // The current snapshot's generation (0 before the first build).
+  uint64_t generation() const;
 
   // Looks `address` up and calls accept(module) with the module holding it, its snapshot pinned
   // for the call; accept returns whether the module will do. On a miss (no module, or one not
