@@ -1,6 +1,8 @@
-// symbolizer.h — function, file:line:column and inline frames for captured PCs, from the DWARF
-// of the loaded objects (or their separate debug files) through elfutils' libdw. Built where
-// libdw and abseil are installed (native builds); link stackwalk::symbolize.
+// symbolizer.h — function, file:line:column and inline frames for captured PCs of this process,
+// or offline for addresses of an ELF file (SymbolizeFile, which stackwalk-symbolize is built on),
+// from DWARF (the object's or its separate debug file's) through elfutils' libdw and from the
+// symbol tables. Built where libdw, abseil and nlohmann-json are installed (native builds); link
+// stackwalk::symbolize.
 //
 // Example:
 //
