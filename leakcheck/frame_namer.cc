@@ -45,18 +45,7 @@ bool FrameNamer::SymbolizeFile(const std::string& path, uint64_t address,
 std::string FrameNamer::Format(const std::vector<SymbolizedFrame>& frames) const {
   if (table_ != nullptr) return table_->format(frames);
   // The same layout (format/frame_layout.h) with what the loader knows: object and offset.
-  std::string text;
-  internal::StringSink sink(&text);
-  for (const SymbolizedFrame& f : frames) {
-    internal::FrameLine line;
-    line.index = f.index;
-    line.pc = f.pc;
-    line.module = f.module.c_str();
-    line.module_offset = f.module_offset;
-    internal::WriteFrameLine(sink, line);
-    text += "\n";
-  }
-  return text;
+  return internal::FrameLines(frames);
 }
 
 }  // namespace stackwalk::leakcheck

@@ -34,6 +34,23 @@ struct FrameLine {
   uint64_t module_offset = 0;      // pc minus the object's load bias
 };
 
+// The FrameLine of a stackwalk::SymbolizedFrame (a template, so that the crash path need not
+// see the symbolizer's header): views into `f`, valid while it is.
+template <class SymbolizedFrame>
+FrameLine FrameLineOf(const SymbolizedFrame& f) {
+  FrameLine line;
+  line.index = f.index;
+  line.pc = f.pc;
+  line.function = f.function.c_str();
+  line.inlined = f.inlined;
+  line.file = f.file.c_str();
+  line.line = f.line;
+  line.column = f.column;
+  line.module = f.module.c_str();
+  line.module_offset = f.module_offset;
+  return line;
+}
+
 template <class Sink>
 void WriteFrameLine(Sink& sink, const FrameLine& f) {
   sink.Text("#").Dec(f.index);
@@ -117,6 +134,19 @@ class StringSink : public CharSink<StringSink> {
  private:
   std::string* out_;
 };
+
+// One line per frame of a vector of SymbolizedFrames, each ending in '\n' (FormatFrames, the leak
+// report's unnamed frames). Allocates: NOT async-signal-safe; may throw std::bad_alloc.
+template <class Frames>
+std::string FrameLines(const Frames& frames) {
+  std::string out;
+  StringSink sink(&out);
+  for (const auto& f : frames) {
+    WriteFrameLine(sink, FrameLineOf(f));
+    out += '\n';
+  }
+  return out;
+}
 
 }  // namespace stackwalk::internal
 

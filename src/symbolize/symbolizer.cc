@@ -368,23 +368,7 @@ absl::Status Symbolizer::FindSection(const std::string& path, const std::string&
 // The formatters catch std::bad_alloc: an exception cannot unwind through abseil's str_format
 // (std::terminate, found by the allocation-failure sweep), so neither uses it.
 std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
-  std::string out;
-  internal::StringSink sink(&out);
-  for (const SymbolizedFrame& f : frames) {
-    internal::FrameLine line;
-    line.index = f.index;
-    line.pc = f.pc;
-    line.function = f.function.c_str();
-    line.inlined = f.inlined;
-    line.file = f.file.c_str();
-    line.line = f.line;
-    line.column = f.column;
-    line.module = f.module.c_str();
-    line.module_offset = f.module_offset;
-    internal::WriteFrameLine(sink, line);
-    out += '\n';
-  }
-  return out;
+  return internal::FrameLines(frames);
 } catch (const std::bad_alloc&) {
   return std::string();
 }
