@@ -1,7 +1,10 @@
-// ClosedModules: objects that dlclose unloaded, with where they were mapped and when, so the
-// report can still name frames of allocations made in them before they went away. The
-// dlclose hooks (preloaded and PLT/GOT) take a list of the loaded objects before the real call
-// and hand it here after; whatever vanished is kept. Not for the allocation path.
+// ClosedModules: when each dlclose of the program happened, so that the report can name frames
+// of allocations made in an object before dlclose unloaded it. The objects themselves (path,
+// load bias, where they were mapped) are the module map's history of unloaded objects
+// (src/core/module_map.h, the library's one); what is kept here is the allocation sequence
+// number of each dlclose and the module map generations around it. The dlclose hooks (preloaded
+// and PLT/GOT) refresh the module map before and after the real call. Not for the allocation
+// path.
 #ifndef STACKWALK_LEAKCHECK_CLOSED_MODULES_H_
 #define STACKWALK_LEAKCHECK_CLOSED_MODULES_H_
 
@@ -16,15 +19,24 @@ namespace stackwalk::leakcheck {
 
 class ClosedModules {
  public:
-  // Keeps every object of `before` that is no longer loaded, stamped with `sequence`.
-  void RecordUnloaded(const std::vector<LoadedObject>& before, uint64_t sequence);
-  // The object that held `pc` for an allocation made at `allocated_at`: one unloaded after it.
-  // Returns false if none did.
+  // A dlclose at allocation sequence `sequence`: what the module map's snapshots from
+  // `generation_before` up to (not including) `generation_after` had and later ones lack went
+  // then.
+  void RecordDlclose(uint64_t generation_before, uint64_t generation_after, uint64_t sequence);
+  // The object that held `pc` for an allocation made at `allocated_at`: the earliest unloaded
+  // after it (closed_at set). Returns false if none did.
   bool Find(uintptr_t pc, uint64_t allocated_at, LoadedObject* out) const;
 
  private:
+  struct Close {
+    uint64_t generation_before, generation_after, sequence;
+  };
+  // The sequence number of the dlclose that unloaded an object last seen in snapshot
+  // `generation`, or 0 if no recorded dlclose did.
+  uint64_t ClosedAt(uint64_t generation) const;
+
   mutable std::mutex mutex_;
-  std::vector<LoadedObject> closed_;
+  std::vector<Close> closes_;
 };
 
 struct State;

@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <cinttypes>
-#include <cstdio>
+#include "format/frame_layout.h"
+
 
 namespace stackwalk::leakcheck {
 
@@ -44,18 +44,8 @@ bool FrameNamer::SymbolizeFile(const std::string& path, uint64_t address,
 
 std::string FrameNamer::Format(const std::vector<SymbolizedFrame>& frames) const {
   if (table_ != nullptr) return table_->format(frames);
-  std::string text;
-  char line[64];
-  for (const SymbolizedFrame& f : frames) {
-    std::snprintf(line, sizeof(line), "#%d 0x%016" PRIx64, f.index, f.pc);
-    text += line;
-    if (!f.module.empty()) {
-      std::snprintf(line, sizeof(line), "+0x%" PRIx64 ")", f.module_offset);
-      text += " (" + f.module + line;
-    }
-    text += "\n";
-  }
-  return text;
+  // The same layout (format/frame_layout.h) with what the loader knows: object and offset.
+  return internal::FrameLines(frames);
 }
 
 }  // namespace stackwalk::leakcheck

@@ -19,7 +19,7 @@
 namespace stackwalk::leakcheck {
 
 // Versioned by name: a names library of another build is refused rather than misread.
-#define STACKWALK_FRAME_NAMER_TABLE "stackwalk_leakcheck_frame_namer_v1"
+#define STACKWALK_FRAME_NAMER_TABLE "stackwalk_leakcheck_frame_namer_v2"
 
 struct FrameNamerTable {
   void* (*create)();  // a Symbolizer

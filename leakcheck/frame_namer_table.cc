@@ -36,6 +36,6 @@ const FrameNamerTable* LinkedFrameNamers() { return &kTable; }
 
 // What the preloaded library looks up after loading this one.
 extern "C" __attribute__((visibility("default"))) const stackwalk::leakcheck::FrameNamerTable*
-stackwalk_leakcheck_frame_namer_v1() {
+stackwalk_leakcheck_frame_namer_v2() {
   return stackwalk::leakcheck::LinkedFrameNamers();
 }

@@ -2,36 +2,31 @@
 
 #include <unistd.h>
 
-#include <algorithm>
+#include "core/module_map.h"
 
 namespace stackwalk::leakcheck {
 
 std::vector<LoadedObject> ListLoadedObjects() {
+  internal::ModuleMap& map = internal::ModuleMap::Global();
+  map.RefreshIfChanged();  // out of memory: the last snapshot
+  internal::ModuleMap::Reader reader(map);
+  const internal::ModuleSnapshot* snapshot = reader.snapshot();
   std::vector<LoadedObject> objects;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        LoadedObject o;
-        o.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        o.bias = info->dlpi_addr;
-        o.phdr = info->dlpi_phdr;
-        o.phnum = info->dlpi_phnum;
-        o.start = UINTPTR_MAX;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD) continue;
-          o.start = std::min<uintptr_t>(o.start, info->dlpi_addr + ph.p_vaddr);
-          o.end = std::max<uintptr_t>(o.end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-        }
-        if (o.start >= o.end) o.start = o.end = 0;
-        static_cast<std::vector<LoadedObject>*>(data)->push_back(o);
-        return 0;
-      },
-      &objects);
-  // The program is listed first, without a name.
-  if (!objects.empty() && objects[0].path.empty()) {
-    char path[4096];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    if (n > 0) objects[0].path.assign(path, static_cast<size_t>(n));
+  for (int i = 0; snapshot != nullptr && i < snapshot->size(); ++i) {
+    const internal::Module& m = snapshot->module(i);
+    LoadedObject o;
+    o.path = m.path;
+    if (m.is_main_executable && o.path.empty()) {  // the loader names the program ""
+      char path[4096];
+      ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+      if (n > 0) o.path.assign(path, static_cast<size_t>(n));
+    }
+    o.bias = m.load_bias;
+    o.start = m.extent.lo;
+    o.end = m.extent.hi;
+    o.phdr = m.phdr;
+    o.phnum = m.phnum;
+    objects.push_back(std::move(o));
   }
   return objects;
 }

@@ -1,6 +1,7 @@
-// ListLoadedObjects(): the objects loaded now (dl_iterate_phdr), with their paths (the
-// program's from /proc/self/exe), load bias, address range and program headers. Allocates: the
-// checker calls it under a ReentryGuard, never from an allocation hook.
+// LoadedObjects: the objects loaded now, as the module map (src/core/module_map.h, refreshed
+// first) lists them, with their paths (the program's from /proc/self/exe; the vDSO's "[vdso]"),
+// load bias, address range and program headers. Allocates: the checker calls it under a
+// ReentryGuard, never from an allocation hook.
 #ifndef STACKWALK_LEAKCHECK_LOADED_OBJECTS_H_
 #define STACKWALK_LEAKCHECK_LOADED_OBJECTS_H_
 

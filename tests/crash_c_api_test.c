@@ -150,7 +150,7 @@ static void CheckReportOfChild(void) {
   FrameLine(report, 0, line, sizeof(line));
   CHECK(strncmp(line, "#0 pc 0x", 8) == 0);
   CHECK(strstr(line, " in crash_c_leaf+0x") != NULL);
-  snprintf(expected, sizeof(expected), " %s+0x", exe);
+  snprintf(expected, sizeof(expected), " (%s+0x", exe);
   CHECK(strstr(line, expected) != NULL); /* the full path */
   FrameLine(report, 1, line, sizeof(line));
   CHECK(strncmp(line, "#1 ra 0x", 8) == 0);

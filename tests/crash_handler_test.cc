@@ -176,11 +176,13 @@ Report Parse(const std::string& text) {
     if (rest.size() >= 21 && rest.compare(rest.size() - 21, 21, " (in no known object)") == 0) {
       rest.resize(rest.size() - 21);
     } else {
-      size_t space = rest.rfind(' ');
-      EXPECT_TRUE(space != std::string::npos && SplitPlus(rest.substr(space + 1), &f.module,
-                                                          &f.module_offset))
+      // " (MODULE+0xOFFSET)" at the end.
+      size_t open = rest.rfind(" (");
+      EXPECT_TRUE(open != std::string::npos && rest.back() == ')' &&
+                  SplitPlus(rest.substr(open + 2, rest.size() - open - 3), &f.module,
+                            &f.module_offset))
           << line;
-      if (space != std::string::npos) rest.resize(space);
+      if (open != std::string::npos) rest.resize(open);
     }
     if (rest.rfind(" in ", 0) == 0) {
       EXPECT_TRUE(SplitPlus(rest.substr(4), &f.function, &f.function_offset)) << line;

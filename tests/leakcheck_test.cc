@@ -293,7 +293,7 @@ TEST(Leakcheck, JsonReportParsesAndCarriesTheSameLeaks) {
       " l=[x for x in r[\"leaks\"] if x[\"bytes\"]==300][0]; f=l[\"frames\"][0];"
       " print(s[\"bytes\"], s[\"allocations\"], len(r[\"leaks\"]), l[\"allocations\"], f[\"function\"],"
       " f[\"file\"].endswith(\"leaky.cc\"), f[\"line\"], f[\"module\"].endswith(\"leaky\"),"
-      " f[\"offset\"].startswith(\"0x\"), f[\"inlined\"], l[\"thread\"], l[\"tid\"] > 0,"
+      " f[\"module_offset\"].startswith(\"0x\"), f[\"inlined\"], l[\"thread\"], l[\"tid\"] > 0,"
       " sorted((t[\"thread\"], t[\"bytes\"]) for t in r[\"threads\"])[0], r[\"occasion\"])' " + report;
   EXPECT_EQ(Output(check), "4460 5 3 3 fixture::LeakMallocs() True " +
                                std::to_string(Sites(LEAKY_SOURCE).at("LeakMallocs")) +

@@ -70,5 +70,27 @@ TEST(ProcMaps, FindsOwnStackAndCode) {
   EXPECT_TRUE(m.executable);
 }
 
+// The line parser FindMapping streams through, over whole lines (the symbolizer tool's maps).
+TEST(ProcMaps, ParseMapsLineGivesOffsetAndPath) {
+  const std::string text =
+      "7f1c2a000000-7f1c2a028000 r-xp 00028000 08:01 1234      /usr/lib/a b.so (deleted)\r\n";
+  MapsLine line;
+  ASSERT_TRUE(ParseMapsLine(text.data(), text.size(), &line));
+  EXPECT_EQ(line.mapping.range.lo, 0x7f1c2a000000u);
+  EXPECT_EQ(line.mapping.range.hi, 0x7f1c2a028000u);
+  EXPECT_TRUE(line.mapping.executable);
+  EXPECT_FALSE(line.mapping.writable);
+  EXPECT_EQ(line.offset, 0x28000u);
+  EXPECT_EQ(text.substr(line.path_begin, line.path_end - line.path_begin),
+            "/usr/lib/a b.so (deleted)");
+  const std::string anonymous = "1000-2000 rw-p 00000000 00:00 0";  // no path, no newline
+  ASSERT_TRUE(ParseMapsLine(anonymous.data(), anonymous.size(), &line));
+  EXPECT_EQ(line.path_begin, line.path_end);
+  for (const std::string bad : {"2000-1000 r-xp 0 08:01 1 /x", "1000-2000 r-xp zz 08:01 1 /x",
+                                "1000-2000 r-xp 0 08:01 x1 /x", "1000-2000 r-", "", "zz-2000 r-xp 0 0:0 0"}) {
+    EXPECT_FALSE(ParseMapsLine(bad.data(), bad.size(), &line)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace stackwalk::internal

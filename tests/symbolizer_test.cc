@@ -116,7 +116,7 @@ TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_TRUE(frames[0].function.empty());
   EXPECT_TRUE(frames[0].module.empty());
-  EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010\n");
+  EXPECT_EQ(stackwalk::FormatFrames(frames), "#0 0x0000000000000010 (in no known object)\n");
   // The error says why.
   EXPECT_EQ(symbolizer.SymbolizeFile("/nonexistent/file", 0x1000).status().message(),
             "/nonexistent/file: No such file or directory");
@@ -154,4 +154,29 @@ TEST(Symbolizer, ThreadStartInLibstdcxxIsNotNamedAsTheExportBelowIt) {
   ASSERT_NE(std::fgets(name, sizeof(name), p), nullptr);
   pclose(p);
   EXPECT_STRNE(name, "??\n");
+}
+
+// The public API stackwalk-symbolize uses: sections and file offsets against binutils' readelf,
+// and the errors that name the file and why.
+TEST(Symbolizer, SectionsAndFileOffsetsOfAFile) {
+  const std::string lib = CHAIN_LIB_PATH;
+  stackwalk::Symbolizer symbolizer;
+  uint64_t address = 0, size = 0;
+  ASSERT_TRUE(symbolizer.FindSection(lib, ".text", &address, &size).ok());
+  // readelf -SW: "[Nr] Name Type Address Off Size ...": .text's address, offset and size.
+  FILE* p = popen(("readelf -SW " + lib + " | awk '$2 == \".text\" {print $4, $5, $6}'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  unsigned long long want_address = 0, want_offset = 0, want_size = 0;
+  ASSERT_EQ(std::fscanf(p, "%llx %llx %llx", &want_address, &want_offset, &want_size), 3);
+  pclose(p);
+  EXPECT_EQ(address, want_address);
+  EXPECT_EQ(size, want_size);
+  auto mapped = symbolizer.FileOffsetToAddress(lib, want_offset + 4);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(*mapped, want_address + 4);
+  EXPECT_EQ(symbolizer.FindSection(lib, ".no_such_section", &address, &size).message(),
+            lib + ": cannot find section .no_such_section");
+  EXPECT_EQ(symbolizer.FileOffsetToAddress("/nonexistent/file", 0).status().message(),
+            "/nonexistent/file: No such file or directory");
+  EXPECT_FALSE(symbolizer.FileOffsetToAddress(lib, 1ull << 40).ok());
 }

@@ -1,5 +1,6 @@
 // stackwalk-symbolize: names addresses of an ELF file with function, file:line:column and the
-// inline chain, from its DWARF (or its separate debug file).
+// inline chain, from its DWARF (or its separate debug file), through the public
+// stackwalk::Symbolizer (include/stackwalk/symbolizer.h: SymbolizeFile and its FrameNaming).
 //
 //   stackwalk-symbolize [--json] [--inlines] [--debug-root DIR] MODULE+OFFSET...
 //   stackwalk-symbolize [--json] [--inlines] (--pid PID | --maps FILE) ADDR...
@@ -24,110 +25,29 @@
 #include <iostream>
 #include <iterator>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "symbolize/demangle.h"
-#include "symbolize/dwarf_module.h"
-#include "symbolize/elf_image.h"
-#include "symbolize/object_file.h"
+#include <nlohmann/json.hpp>
+
+#include "format/frame_json.h"
+#include "stackwalk/symbolizer.h"
 #include "symbolize_input.h"
 
 namespace {
 
-using stackwalk::internal::DwarfFrame;
-using stackwalk::internal::JsonString;
-using stackwalk::internal::SymbolHit;
+using stackwalk::FileQuery;
+using stackwalk::FrameNaming;
+using stackwalk::SymbolizedFrame;
 using stackwalk::tools::Request;
 using stackwalk::tools::Style;
 using stackwalk::tools::SymbolizeOptions;
+using Json = nlohmann::ordered_json;
 
 constexpr char kProgram[] = "stackwalk-symbolize";
 
-// One object, opened once, with what the addr2line mode remembers of it.
-struct Object : stackwalk::internal::ObjectFile {
-  // binutils names a function without a DWARF linkage name by the symbol table the first time
-  // it is the innermost function of a lookup, and by its DWARF name afterwards, unless the
-  // symbol started where the function does: then that symbol name sticks, for inlined calls'
-  // callers too. Kept per DWARF entry, to print what it prints in the same order.
-  std::set<uint64_t> looked_up;
-  std::map<uint64_t, std::string> renamed;
-};
-
-Object* ObjectFor(const std::string& path, const std::string& debug_root,
-                  std::map<std::string, std::unique_ptr<Object>>* cache) {
-  auto it = cache->find(path);
-  if (it != cache->end()) return it->second.get();
-  auto object = std::make_unique<Object>();
-  object->Load(path, debug_root);
-  Object* raw = object.get();
-  cache->emplace(path, std::move(object));
-  return raw;
-}
-
-// The frames at `addr`: from DWARF, else the symbol table's function with no location. With
-// `binutils_names`, named as binutils names them (see Object::looked_up); otherwise by DWARF,
-// with the symbol table only where DWARF has no name.
-std::vector<DwarfFrame> FramesAt(Object* object, uint64_t addr, bool binutils_names) {
-  std::vector<DwarfFrame> frames;
-  if (object->dwarf) frames = object->dwarf->Lookup(addr);
-  SymbolHit hit;
-  auto rename = [](DwarfFrame& f, const std::string& name) {
-    f.linkage = name;
-    f.function = name;  // demangled when printed, if asked
-  };
-  // A frame named by the symbol table alone starts where the symbol does.
-  auto from_symbol = [&]() {
-    if (frames.empty()) {
-      frames.emplace_back();
-      frames.front().function_entry = hit.value;
-    }
-  };
-  if (!binutils_names) {
-    if ((frames.empty() || frames.front().function.empty()) && object->LookupSymbol(addr, &hit)) {
-      from_symbol();
-      rename(frames.front(), hit.name);
-    }
-    return frames;
-  }
-  if (frames.empty() || frames.front().function.empty()) {
-    if (object->LookupSymbol(addr, &hit)) {
-      from_symbol();
-      rename(frames.front(), hit.name);
-      // No line: binutils names the source file of the symbol table's STT_FILE entry.
-      if (frames.front().file.empty() && hit.file != nullptr) frames.front().file = hit.file;
-    }
-  } else if (!frames.front().has_linkage) {
-    DwarfFrame& f = frames.front();
-    if (object->looked_up.insert(f.die).second) {
-      if (object->LookupSymbol(addr, &hit)) {
-        if (hit.value == f.function_entry) object->renamed[f.die] = hit.name;
-        rename(f, hit.name);
-      }
-    } else if (auto it = object->renamed.find(f.die); it != object->renamed.end()) {
-      rename(f, it->second);
-    }
-  }
-  for (size_t i = 1; i < frames.size(); ++i) {
-    DwarfFrame& f = frames[i];
-    if (f.has_linkage) continue;
-    if (auto it = object->renamed.find(f.die); it != object->renamed.end()) rename(f, it->second);
-  }
-  return frames;
-}
-
-std::string Demangled(const DwarfFrame& frame) {
-  // The DWARF name when it has one; the symbol table's name (mangled) otherwise.
-  if (frame.function != frame.linkage) return frame.function;
-  return stackwalk::internal::Demangle(frame.linkage.c_str());
-}
-
 std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
-// Why `object` cannot be used, or "" if it can.
-std::string ErrorOf(const Object* object) { return object->has_file ? "" : object->error; }
 
 void Complain(const std::string& file, const std::string& why) {
   std::fprintf(stderr, "%s: %s: %s\n", kProgram, file.c_str(), why.c_str());
@@ -137,9 +57,28 @@ std::string ReadAll(std::istream& in) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%" PRIx64, v);
+  return buf;
+}
+
+// A status message without the "PATH: " the symbolizer puts in front.
+std::string Why(const absl::Status& status, const std::string& path) {
+  std::string message(status.message());
+  if (message.rfind(path + ": ", 0) == 0) message.erase(0, path.size() + 2);
+  return message;
+}
+
+stackwalk::SymbolizerOptions OptionsOf(const SymbolizeOptions& o) {
+  stackwalk::SymbolizerOptions options;
+  if (!o.debug_root.empty()) options.debug_root = o.debug_root;
+  return options;
+}
+
 class Tool {
  public:
-  explicit Tool(const SymbolizeOptions& o) : o_(o) {}
+  explicit Tool(const SymbolizeOptions& o) : o_(o), symbolizer_(OptionsOf(o)) {}
 
   // Returns the exit status.
   int Run() {
@@ -155,21 +94,37 @@ class Tool {
   }
 
  private:
-  Object* ObjectAt(const std::string& path) {
-    Object* object = ObjectFor(path, o_.debug_root, &cache_);
-    // Each file's trouble is told once, however many addresses it was asked for.
-    std::string error = ErrorOf(object);
-    if (!error.empty() && complained_.insert(path).second) Complain(path, error);
-    return object;
+  // Why `path` cannot be read ("" if it can). Each file's trouble is told once, however many
+  // addresses it was asked for.
+  std::string ErrorOf(const std::string& path) {
+    auto it = errors_.find(path);
+    if (it == errors_.end()) {
+      auto probe = symbolizer_.SymbolizeFile(path, 0);
+      it = errors_.emplace(path, probe.ok() ? "" : Why(probe.status(), path)).first;
+      if (!it->second.empty()) Complain(path, it->second);
+    }
+    return it->second;
+  }
+
+  // The frames at link-time `address` of the readable file `path`: at least one.
+  std::vector<SymbolizedFrame> FramesOf(const std::string& path, uint64_t address,
+                                        const FileQuery& query) {
+    auto frames = symbolizer_.SymbolizeFile(path, address, query);
+    if (!frames.ok()) {
+      if (frames.status().code() == absl::StatusCode::kResourceExhausted) {
+        Complain(path, Why(frames.status(), path));
+      }
+      return {SymbolizedFrame()};
+    }
+    return *std::move(frames);
   }
 
   // --- binutils addr2line ---
   int RunAddr2line() {
-    Object* object = ObjectAt(o_.exe);
-    if (!object->has_file) return 1;  // as binutils: nothing printed, status 1
+    if (!ErrorOf(o_.exe).empty()) return 1;  // as binutils: nothing printed, status 1
     uint64_t section_addr = 0, section_size = 0;
     if (!o_.section.empty() &&
-        !object->file.FindSection(o_.section.c_str(), &section_addr, &section_size)) {
+        !symbolizer_.FindSection(o_.exe, o_.section, &section_addr, &section_size).ok()) {
       Complain(o_.exe, "cannot find section " + o_.section);
       return 1;
     }
@@ -178,30 +133,32 @@ class Tool {
     for (const std::string& input : inputs) {
       const uint64_t pc = stackwalk::tools::ParseAddr2lineAddress(input);
       if (o_.section.empty()) {
-        PrintAddr2line(object, pc, pc);
+        PrintAddr2line(true, pc, pc);
       } else {
         // -j: an offset into the section, printed as given.
-        PrintAddr2line(pc < section_size ? object : nullptr, section_addr + pc, pc);
+        PrintAddr2line(pc < section_size, section_addr + pc, pc);
       }
     }
     return 0;
   }
 
-  void PrintAddr2line(Object* object, uint64_t addr, uint64_t shown) {
+  void PrintAddr2line(bool in_file, uint64_t addr, uint64_t shown) {
     if (o_.addresses) std::printf("0x%016" PRIx64 "%s", shown, o_.pretty ? ": " : "\n");
-    std::vector<DwarfFrame> frames =
-        object != nullptr ? FramesAt(object, addr, true) : std::vector<DwarfFrame>();
-    if (frames.empty() || (frames[0].function.empty() && frames[0].file.empty())) {
+    FileQuery query;
+    query.naming = FrameNaming::kAddr2line;
+    query.innermost_only = !o_.inlines;
+    std::vector<SymbolizedFrame> frames =
+        in_file ? FramesOf(o_.exe, addr, query) : std::vector<SymbolizedFrame>{SymbolizedFrame()};
+    if (frames[0].function.empty() && frames[0].file.empty()) {
       if (o_.functions) std::printf(o_.pretty ? "?? " : "??\n");
       std::printf("??:0\n");
       return;
     }
-    size_t count = o_.inlines ? frames.size() : 1;
-    for (size_t i = 0; i < count; ++i) {
-      const DwarfFrame& f = frames[i];
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const SymbolizedFrame& f = frames[i];
       if (i > 0 && o_.pretty) std::printf(" (inlined by) ");
       if (o_.functions) {
-        std::string name = o_.demangle ? Demangled(f) : f.linkage;
+        const std::string& name = o_.demangle ? f.function : f.linkage_name;
         std::printf("%s%s", name.empty() ? "??" : name.c_str(), o_.pretty ? " at " : "\n");
       }
       std::string file = f.file.empty() ? "??" : o_.basenames ? Basename(f.file) : f.file;
@@ -247,26 +204,27 @@ class Tool {
           std::printf("%s\n", line.c_str());
         } else {
           // As llvm-symbolizer: the line's first word stands for the module.
-          std::string word = line.substr(0, line.find_first_of(" \r\n"));
+          Json answer;
+          answer["Error"]["Message"] = "unable to parse arguments: " + line;
+          answer["ModuleName"] = line.substr(0, line.find_first_of(" \r\n"));
           if (from_arguments && !first) std::printf(",");
-          std::printf("{\"Error\":{\"Message\":%s},\"ModuleName\":%s}%s",
-                      JsonString("unable to parse arguments: " + line).c_str(),
-                      JsonString(word).c_str(), from_arguments ? "" : "\n");
+          std::printf("%s%s", stackwalk::internal::DumpJson(answer).c_str(),
+                      from_arguments ? "" : "\n");
           first = false;
         }
         continue;
       }
       const std::string module = o_.has_exe ? o_.exe : r.module;
       ++requests_;
-      Object* object = ObjectAt(module);
-      std::string error = ErrorOf(object);
+      std::string error = ErrorOf(module);
       if (error.empty()) ++answered_;
+      std::vector<SymbolizedFrame> frames = LlvmFrames(error.empty(), module, r.address);
       if (o_.json) {
         if (from_arguments && !first) std::printf(",");
-        PrintLlvmJson(object, module, r.address, error);
+        PrintLlvmJson(frames, module, r.address, error);
         if (!from_arguments) std::printf("\n");
       } else {
-        PrintLlvmText(error.empty() ? object : nullptr, r.address);
+        PrintLlvmText(frames, r.address);
       }
       first = false;
     }
@@ -274,36 +232,24 @@ class Tool {
     return requests_ > 0 && answered_ == 0 ? 1 : 0;
   }
 
-  // The frames llvm-symbolizer prints: the inline chain (without --inlines, the innermost
-  // frame alone), and as LLVM 14 does when it prints names, the outermost frame named by the
-  // symbol table where it covers the address (a cold part is "f() [clone .cold]" there), which
-  // gives the start address.
-  std::vector<DwarfFrame> LlvmFrames(Object* object, uint64_t addr) {
-    std::vector<DwarfFrame> frames =
-        object != nullptr ? FramesAt(object, addr, false) : std::vector<DwarfFrame>();
-    if (frames.empty()) frames.emplace_back();
-    if (!o_.inlines && frames.size() > 1) frames.resize(1);
-    SymbolHit hit;
-    if (o_.functions && object != nullptr && object->LookupSymbol(addr, &hit)) {
-      DwarfFrame& outer = frames.back();
-      outer.linkage = hit.name;
-      outer.function = stackwalk::internal::Demangle(hit.name);
-      outer.function_entry = hit.value;
-      outer.entry_is_low_pc = true;
-      outer.inlined = false;
-      // No line: the source file of the symbol table's STT_FILE entry.
-      if (outer.file.empty() && hit.file != nullptr) outer.file = hit.file;
-    }
-    return frames;
+  // The frames llvm-symbolizer prints (FrameNaming::kLlvmSymbolizer); one unknown frame for a
+  // file that cannot be read.
+  std::vector<SymbolizedFrame> LlvmFrames(bool readable, const std::string& module, uint64_t addr) {
+    if (!readable) return {SymbolizedFrame()};
+    FileQuery query;
+    query.naming = FrameNaming::kLlvmSymbolizer;
+    query.innermost_only = !o_.inlines;
+    query.name_functions = o_.functions;
+    return FramesOf(module, addr, query);
   }
 
-  std::string LlvmName(const DwarfFrame& f) const {
-    return o_.demangle ? Demangled(f) : f.linkage;
+  std::string LlvmName(const SymbolizedFrame& f) const {
+    return o_.demangle ? f.function : f.linkage_name;
   }
 
-  void PrintLlvmText(Object* object, uint64_t addr) {
+  void PrintLlvmText(const std::vector<SymbolizedFrame>& frames, uint64_t addr) {
     if (o_.addresses) std::printf("0x%" PRIx64 "\n", addr);
-    for (const DwarfFrame& f : LlvmFrames(object, addr)) {
+    for (const SymbolizedFrame& f : frames) {
       if (o_.functions) {
         std::string name = LlvmName(f);
         std::printf("%s\n", name.empty() ? "??" : name.c_str());
@@ -314,36 +260,34 @@ class Tool {
     std::printf("\n");
   }
 
-  void PrintLlvmJson(Object* object, const std::string& module, uint64_t addr,
-                     const std::string& error) {
-    std::printf("{\"Address\":\"0x%" PRIx64 "\",", addr);
+  void PrintLlvmJson(const std::vector<SymbolizedFrame>& frames, const std::string& module,
+                     uint64_t addr, const std::string& error) {
+    Json answer;
+    answer["Address"] = "0x" + Hex(addr);
     if (!error.empty()) {
-      std::printf("\"Error\":{\"Message\":%s},\"ModuleName\":%s}", JsonString(error).c_str(),
-                  JsonString(module).c_str());
+      answer["Error"]["Message"] = error;
+      answer["ModuleName"] = module;
+      std::printf("%s", stackwalk::internal::DumpJson(answer).c_str());
       return;
     }
-    std::printf("\"ModuleName\":%s,\"Symbol\":[", JsonString(module).c_str());
-    bool first = true;
-    for (const DwarfFrame& f : LlvmFrames(object, addr)) {
+    answer["ModuleName"] = module;
+    answer["Symbol"] = Json::array();
+    for (const SymbolizedFrame& f : frames) {
       const bool named = !f.function.empty();
+      Json symbol;
+      symbol["Column"] = f.column;
+      symbol["Discriminator"] = f.discriminator;
+      symbol["FileName"] = o_.basenames ? Basename(f.file) : f.file;
+      symbol["FunctionName"] = o_.functions ? LlvmName(f) : "";
+      symbol["Line"] = f.line;
       // As LLVM: a function's start; an inlined call's where it has one DW_AT_low_pc.
-      std::string start =
-          named && (!f.inlined || f.entry_is_low_pc) ? "0x" + Hex(f.function_entry) : "";
-      std::string file = o_.basenames ? Basename(f.file) : f.file;
-      std::printf("%s{\"Column\":%d,\"Discriminator\":%u,\"FileName\":%s,\"FunctionName\":%s,"
-                  "\"Line\":%d,\"StartAddress\":\"%s\",\"StartFileName\":%s,\"StartLine\":%d}",
-                  first ? "" : ",", f.column, f.discriminator, JsonString(file).c_str(),
-                  JsonString(o_.functions ? LlvmName(f) : "").c_str(), f.line, start.c_str(),
-                  JsonString(f.decl_file).c_str(), f.decl_line);
-      first = false;
+      symbol["StartAddress"] =
+          named && (!f.inlined || f.function_start_is_low_pc) ? "0x" + Hex(f.function_start) : "";
+      symbol["StartFileName"] = f.decl_file;
+      symbol["StartLine"] = f.decl_line;
+      answer["Symbol"].push_back(std::move(symbol));
     }
-    std::printf("]}");
-  }
-
-  static std::string Hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "%" PRIx64, v);
-    return buf;
+    std::printf("%s", stackwalk::internal::DumpJson(answer).c_str());
   }
 
   // --- MODULE+OFFSET, or absolute addresses through a process map ---
@@ -388,29 +332,32 @@ class Tool {
           std::printf("%s: ?? (not in a mapped file)\n", input.c_str());
           continue;
         }
-        Object* object = ObjectAt(hit->path);
+        const uint64_t file_offset = r.address - hit->lo + hit->offset;
+        std::string error = ErrorOf(hit->path);
         uint64_t link_address = 0;
-        std::string error = ErrorOf(object);
-        if (error.empty() &&
-            !object->file.FileOffsetToAddress(r.address - hit->lo + hit->offset, &link_address)) {
-          error = "no segment holds file offset 0x" + Hex(r.address - hit->lo + hit->offset);
+        if (error.empty()) {
+          auto address = symbolizer_.FileOffsetToAddress(hit->path, file_offset);
+          if (address.ok()) {
+            link_address = *address;
+          } else {
+            error = Why(address.status(), hit->path);
+          }
         }
         if (!error.empty()) {
-          PrintUnreadable(input, hit->path, r.address - hit->lo + hit->offset, error);
+          PrintUnreadable(input, hit->path, file_offset, error);
           continue;
         }
         ++answered_;
-        PrintModuleOffset(input, object, link_address, hit->path);
+        PrintModuleOffset(input, link_address, hit->path);
         continue;
       }
-      Object* object = ObjectAt(r.module);
-      std::string error = ErrorOf(object);
+      std::string error = ErrorOf(r.module);
       if (!error.empty()) {
         PrintUnreadable(input, r.module, r.address, error);
         continue;
       }
       ++answered_;
-      PrintModuleOffset(input, object, r.address, r.module);
+      PrintModuleOffset(input, r.address, r.module);
     }
     return requests_ > 0 && answered_ == 0 ? 1 : 0;
   }
@@ -418,40 +365,43 @@ class Tool {
   void PrintUnreadable(const std::string& input, const std::string& module, uint64_t offset,
                        const std::string& error) {
     if (o_.json) {
-      std::printf("{\"input\":%s,\"module\":%s,\"offset\":\"0x%" PRIx64
-                  "\",\"error\":%s,\"frames\":[]}\n",
-                  JsonString(input).c_str(), JsonString(module).c_str(), offset,
-                  JsonString(error).c_str());
+      Json answer;
+      answer["input"] = input;
+      answer["module"] = module;
+      answer["offset"] = "0x" + Hex(offset);
+      answer["error"] = error;
+      answer["frames"] = Json::array();
+      std::printf("%s\n", stackwalk::internal::DumpJson(answer).c_str());
     } else {
       std::printf("%s: ?? (%s+0x%" PRIx64 ": %s)\n", input.c_str(), module.c_str(), offset,
                   error.c_str());
     }
   }
 
-  void PrintModuleOffset(const std::string& input, Object* object, uint64_t offset,
-                         const std::string& module) {
-    std::vector<DwarfFrame> frames = FramesAt(object, offset, false);
-    size_t count = o_.inlines ? frames.size() : std::min<size_t>(frames.size(), 1);
+  void PrintModuleOffset(const std::string& input, uint64_t offset, const std::string& module) {
+    FileQuery query;  // the library's naming (FrameNaming::kStackwalk)
+    query.innermost_only = !o_.inlines;
+    std::vector<SymbolizedFrame> frames = FramesOf(module, offset, query);
+    // Nothing known at all: no frame to show.
+    if (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty()) frames.clear();
     if (o_.json) {
-      std::printf("{\"input\":%s,\"module\":%s,\"offset\":\"0x%" PRIx64 "\",\"frames\":[",
-                  JsonString(input).c_str(), JsonString(module).c_str(), offset);
-      for (size_t i = 0; i < count; ++i) {
-        const DwarfFrame& f = frames[i];
-        std::printf("%s{\"function\":%s,\"file\":%s,\"line\":%d,\"column\":%d,\"inlined\":%s}",
-                    i ? "," : "", JsonString(Demangled(f)).c_str(), JsonString(f.file).c_str(),
-                    f.line, f.column, f.inlined ? "true" : "false");
-      }
-      std::printf("]}\n");
+      // The frames in the one frame layout (format/frame_json.h): the link-time address is
+      // both the pc and the module offset; one request, index 0.
+      Json answer;
+      answer["input"] = input;
+      answer["module"] = module;
+      answer["offset"] = "0x" + Hex(offset);
+      answer["frames"] = stackwalk::internal::FramesJsonArray(frames);
+      std::printf("%s\n", stackwalk::internal::DumpJson(answer).c_str());
       return;
     }
-    if (count == 0) {
+    if (frames.empty()) {
       std::printf("%s: ?? (%s+0x%" PRIx64 ")\n", input.c_str(), module.c_str(), offset);
       return;
     }
-    for (size_t i = 0; i < count; ++i) {
-      const DwarfFrame& f = frames[i];
-      std::string name = Demangled(f);
-      std::printf("%s%s%s", i == 0 ? "" : "  ", name.empty() ? "??" : name.c_str(),
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const SymbolizedFrame& f = frames[i];
+      std::printf("%s%s%s", i == 0 ? "" : "  ", f.function.empty() ? "??" : f.function.c_str(),
                   f.inlined ? " (inlined)" : "");
       if (!f.file.empty()) std::printf(" at %s:%d:%d", f.file.c_str(), f.line, f.column);
       std::printf(" (%s+0x%" PRIx64 ")\n", module.c_str(), offset);
@@ -459,8 +409,8 @@ class Tool {
   }
 
   const SymbolizeOptions& o_;
-  std::map<std::string, std::unique_ptr<Object>> cache_;
-  std::set<std::string> complained_;
+  stackwalk::Symbolizer symbolizer_;
+  std::map<std::string, std::string> errors_;  // by path: why it cannot be read, or ""
   size_t requests_ = 0;
   size_t answered_ = 0;
 };

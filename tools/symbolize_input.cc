@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "core/proc_maps.h"
+
 #ifndef STACKWALK_VERSION
 #define STACKWALK_VERSION "unknown"
 #endif
@@ -462,31 +464,16 @@ bool ParseStackwalkWord(std::string_view word, bool absolute, Request* out) {
 }
 
 bool ParseMapsLine(std::string_view line, MapsLine* out) {
-  std::vector<std::string> words;
-  // Five fields, then the path (which may hold blanks) after the spaces that pad it.
-  std::string_view rest = line;
-  for (int i = 0; i < 5; ++i) {
-    size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) return false;
-    rest.remove_prefix(start);
-    size_t end = rest.find(' ');
-    words.emplace_back(rest.substr(0, end));
-    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
-  }
-  size_t path = rest.find_first_not_of(' ');
-  if (path == std::string_view::npos || rest[path] != '/') return false;
-  rest.remove_prefix(path);
-  while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.remove_suffix(1);
-  const std::string& range = words[0];
-  size_t dash = range.find('-');
-  MapsLine m;
-  if (dash == std::string::npos ||
-      !ParseWhole(std::string_view(range).substr(0, dash), 16, &m.lo) ||
-      !ParseWhole(std::string_view(range).substr(dash + 1), 16, &m.hi) || m.hi <= m.lo ||
-      !ParseWhole(words[2], 16, &m.offset)) {
+  stackwalk::internal::MapsLine parsed;  // core's parser, the one FindMapping uses
+  if (!stackwalk::internal::ParseMapsLine(line.data(), line.size(), &parsed) ||
+      parsed.path_end == parsed.path_begin || line[parsed.path_begin] != '/') {
     return false;
   }
-  m.path = std::string(rest);
+  MapsLine m;
+  m.lo = parsed.mapping.range.lo;
+  m.hi = parsed.mapping.range.hi;
+  m.offset = parsed.offset;
+  m.path = std::string(line.substr(parsed.path_begin, parsed.path_end - parsed.path_begin));
   *out = std::move(m);
   return true;
 }

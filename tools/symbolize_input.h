@@ -88,8 +88,7 @@ bool ParseStackwalkWord(std::string_view word, bool absolute, Request* out);
 
 // One line of a /proc/PID/maps text, "lo-hi perms offset dev inode path": false unless it is
 // well formed and maps a file (a path starting with '/'; " (deleted)" stays part of it).
-// (src/core/proc_maps.h has the signal-safe reader of this process's map, which keeps neither
-// offsets nor paths.)
+// Parsed by src/core/proc_maps.h's ParseMapsLine, the parser of the library's own map reader.
 struct MapsLine {
   uint64_t lo = 0, hi = 0, offset = 0;
   std::string path;

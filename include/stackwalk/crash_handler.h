@@ -16,12 +16,12 @@
 //   *** stackwalk: SIGSEGV (Segmentation fault), code 1 (SEGV_MAPERR), fault address 0x0
 //   *** pid 4242, thread 4242 (demo)
 //   *** frames: #N, pc (the interrupted PC) or ra (a return address), the address, the function
-//   ***   from the symbol tables + offset, MODULE+OFFSET (the object's path and link-time address).
+//   ***   from the symbol tables + offset, (MODULE+OFFSET) (the object's path and link-time address).
 //   ***   For ra, both offsets are of the call (ra - 1). No file:line here; they come from:
-//   ***   grep -oE '[^ ]+\+0x[0-9a-f]+$' REPORT | xargs stackwalk-symbolize --inlines
-//   #0 pc 0x000055d0c0a01480 in geo::ReadCell()+0x10 /usr/bin/demo+0x1480
-//   #1 ra 0x000055d0c0a01573 in main+0x22 /usr/bin/demo+0x1572
-//   #2 ra 0x00007f1e8a229d90 in __libc_start_call_main+0x7f /usr/lib/x86_64-linux-gnu/libc.so.6+0x29d8f
+//   ***   grep -oE '[^ (]+\+0x[0-9a-f]+\)$' REPORT | tr -d ')' | xargs stackwalk-symbolize --inlines
+//   #0 pc 0x000055d0c0a01480 in geo::ReadCell()+0x10 (/usr/bin/demo+0x1480)
+//   #1 ra 0x000055d0c0a01573 in main+0x22 (/usr/bin/demo+0x1572)
+//   #2 ra 0x00007f1e8a229d90 in __libc_start_call_main+0x7f (/usr/lib/x86_64-linux-gnu/libc.so.6+0x29d8f)
 //   ...
 //   *** modules: path, build-id (hex; "none" if it has none, "?" if unreadable), load bias
 //   *** module /usr/bin/demo build-id 5f0c6a0c3e1d2b9f... bias 0x55d0c0a00000
@@ -32,9 +32,11 @@
 // demangled where abseil's demangler was built in; file:line and inline frames need DWARF, which
 // the handler does not read (not signal-safe): the MODULE+OFFSET tokens are exactly what
 // `stackwalk-symbolize MODULE+OFFSET...` takes, on this machine or on one with the same files
-// (compare the build-ids). A frame outside any known object prints its address and
-// "(in no known object)". When the trace fills max_frames a line "*** (more frames not shown)"
-// follows it; if unwinding fails, "*** unwinding failed: <reason>" replaces the frames. Paths
+// (compare the build-ids). The frame lines have the layout of every frame line of the library
+// (format.h's FormatFrame, with pc/ra and the function's offset added); a frame outside any
+// known object ends in "(in no known object)". When the trace fills max_frames a line
+// "*** (more frames not shown)" follows it; if unwinding fails, "*** unwinding failed: <reason>"
+// replaces the frames. Paths
 // containing spaces break the one-line command above (not the report).
 //
 // Then the handler hands the signal to the handler installed before it, or re-raises it with the

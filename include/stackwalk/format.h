@@ -1,5 +1,5 @@
 // format.h — turn captured PCs into readable lines, e.g.
-//   #1 0x000055d0c0a01234 in demo::Parse(int) (demo+0x1234)
+//   #1 0x000055d0c0a01234 in demo::Parse(int) (/home/me/demo+0x1234)
 //
 // Names come from the dynamic symbol table (dladdr): link executables with -rdynamic for their
 // own functions to be named. For file:line and inline frames use the DWARF symbolizer
@@ -32,8 +32,9 @@ struct FrameInfo {
 FrameInfo DescribePc(const void* pc, bool is_return_address);
 
 // FormatFrame(): one line without a newline, "#<index> 0x<pc> in <function> (<module>+0x<off>)",
-// <module> being the file name of module_path. Unknown parts are left out.
-// Signal safety: NOT async-signal-safe.
+// the layout every frame line of the library has (the symbolizer's, the leak and crash reports'):
+// the pc padded to a pointer's width, the module's full path. An unknown function is left out;
+// an unknown module reads "(in no known object)". Signal safety: NOT async-signal-safe.
 std::string FormatFrame(int index, const FrameInfo& frame);
 
 // FormatTrace(): the lines of pcs[0..n), one per frame, each ending in '\n'. Set

@@ -1,6 +1,6 @@
 #include "core/code_map.h"
 
-#include <dlfcn.h>
+#include "core/dl_find_object.h"
 
 namespace stackwalk::internal {
 
@@ -9,13 +9,9 @@ bool CodeMap::IsCode(uint64_t pc) const {
   if (snapshot_ == nullptr) return true;
   if (snapshot_->FindExecutable(pc) != nullptr) return true;
   if (snapshot_->Find(pc) != nullptr) return false;  // a known module, but not its code
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-  // Loaded after the snapshot was taken: glibc knows, without a lock.
-  dl_find_object found;
-  return _dl_find_object(reinterpret_cast<void*>(static_cast<uintptr_t>(pc)), &found) == 0;
-#else
-  return false;
-#endif
+  // Loaded after the snapshot was taken: glibc knows, without a lock (where it can say).
+  GlibcObject found;
+  return FindObjectByGlibc(pc, &found);
 }
 
 }  // namespace stackwalk::internal

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/build_id.h"
+
 namespace stackwalk::internal {
 namespace {
 
@@ -38,29 +40,10 @@ int ReadAddsSubs(dl_phdr_info* info, size_t size, void* data) {
   return 1;  // the counters are the same in every entry: stop after the first
 }
 
-// Copies the NT_GNU_BUILD_ID of a PT_NOTE segment, if it has one.
-void ReadBuildId(const uint8_t* notes, size_t size, Module* m) {
-  size_t off = 0;
-  while (size - off >= sizeof(ElfW(Nhdr))) {
-    ElfW(Nhdr) nh;
-    std::memcpy(&nh, notes + off, sizeof(nh));
-    size_t name_off = off + sizeof(nh);
-    size_t desc_off = name_off + ((nh.n_namesz + 3u) & ~size_t{3});
-    size_t next = desc_off + ((nh.n_descsz + 3u) & ~size_t{3});
-    if (next > size || next <= off) return;
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-        std::memcmp(notes + name_off, "GNU", 4) == 0) {
-      size_t n = nh.n_descsz < sizeof(m->build_id) ? nh.n_descsz : sizeof(m->build_id);
-      std::memcpy(m->build_id, notes + desc_off, n);
-      m->build_id_size = static_cast<uint8_t>(n);
-      return;
-    }
-    off = next;
-  }
-}
-
 void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
   m->load_bias = info->dlpi_addr;
+  m->phdr = info->dlpi_phdr;
+  m->phnum = info->dlpi_phnum;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -82,7 +65,9 @@ void DescribeModule(const dl_phdr_info* info, bool first, Module* m) {
         break;
       case PT_NOTE:
         if (m->build_id_size == 0) {
-          ReadBuildId(reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(start)), ph.p_memsz, m);
+          const int n = FindGnuBuildId(reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(start)),
+                                       ph.p_memsz, m->build_id, sizeof(m->build_id));
+          if (n > 0) m->build_id_size = static_cast<uint8_t>(n);
         }
         break;
       default:
@@ -281,17 +266,30 @@ void ModuleMap::NoteUnloadedLocked(const ModuleSnapshot& before, const ModuleSna
   }
 }
 
-bool ModuleMap::FindUnloaded(uint64_t pc, UnloadedModule* out) const {
+bool ModuleMap::VisitUnloaded(uint64_t pc, bool (*visit)(const UnloadedModule&, void*),
+                              void* context) const {
   std::lock_guard<std::mutex> lock(g_writer_mutex);
   const uint64_t kept = unloaded_count_ < kUnloadedKept ? unloaded_count_ : kUnloadedKept;
   for (uint64_t k = 0; k < kept; ++k) {  // newest first
     const UnloadedModule& u = unloaded_[(unloaded_count_ - 1 - k) % kUnloadedKept];
-    if (u.extent.Contains(pc)) {
-      *out = u;
-      return true;
-    }
+    if (u.extent.Contains(pc) && visit(u, context)) return true;
   }
   return false;
+}
+
+bool ModuleMap::FindUnloaded(uint64_t pc, UnloadedModule* out) const {
+  return VisitUnloaded(
+      pc,
+      [](const UnloadedModule& u, void* context) {
+        *static_cast<UnloadedModule*>(context) = u;
+        return true;
+      },
+      out);
+}
+
+uint64_t ModuleMap::generation() const {
+  Reader reader(const_cast<ModuleMap&>(*this));
+  return reader.snapshot() != nullptr ? reader.snapshot()->generation() : 0;
 }
 
 void ModuleMap::FreeRetiredLocked() {

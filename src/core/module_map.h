@@ -1,8 +1,12 @@
 // ModuleMap: an immutable snapshot of the loaded objects (executable, libraries, vDSO) with what
-// the unwinders and the symbolizer need of each, swapped atomically when dlopen/dlclose changed
-// the loaded set. Readers never lock; only Refresh*() (never from a signal handler) builds.
+// the unwinders, the symbolizer and the leak checker need of each, swapped atomically when
+// dlopen/dlclose changed the loaded set: the library's one list of loaded objects (its one
+// dl_iterate_phdr walk) and its one history of unloaded ones. Readers never lock; only
+// Refresh*() (never from a signal handler) builds.
 #ifndef STACKWALK_SRC_CORE_MODULE_MAP_H_
 #define STACKWALK_SRC_CORE_MODULE_MAP_H_
+
+#include <link.h>
 
 #include <atomic>
 #include <cstddef>
@@ -28,6 +32,8 @@ struct Module {
   uint8_t build_id_size = 0;
   bool is_vdso = false;
   bool is_main_executable = false;
+  const ElfW(Phdr)* phdr = nullptr;  // the loader's program headers (dlpi_phdr), valid while
+  int phnum = 0;                     // the object stays loaded
 
   bool IsExecutable(uint64_t pc) const;
 };
@@ -94,11 +100,39 @@ class ModuleMap {
   bool Rebuild();
 
   // The most recently unloaded object whose extent held `pc`, among the last kUnloadedKept that
-  // a rebuild found gone. Only objects some snapshot saw are known: a library dlopen'ed and
-  // dlclose'd with no rebuild in between (stackwalk_refresh_modules(), a symbolization) is not.
+  // a rebuild found gone: the process's one history of unloaded objects (the symbolizer's, and
+  // the leak checker's through VisitUnloaded). Only objects some snapshot saw are known: a
+  // library dlopen'ed and dlclose'd with no rebuild in between (stackwalk_refresh_modules(), a
+  // symbolization, the leak checker's dlclose hook) is not.
   // Signal safety: NOT async-signal-safe (the writer mutex).
-  static constexpr int kUnloadedKept = 64;
+  static constexpr int kUnloadedKept = 256;
   bool FindUnloaded(uint64_t pc, UnloadedModule* out) const;
+  // Calls visit(object, context) for each kept unloaded object whose extent held `pc`, newest
+  // first, until it returns true; returns whether one did. `visit` runs under the writer
+  // mutex: it must not call into the map. Signal safety: NOT async-signal-safe.
+  bool VisitUnloaded(uint64_t pc, bool (*visit)(const UnloadedModule& object, void* context),
+                     void* context) const;
+  // The current snapshot's generation (0 before the first build).
+  uint64_t generation() const;
+
+  // Looks `address` up and calls accept(module) with the module holding it, its snapshot pinned
+  // for the call; accept returns whether the module will do. On a miss (no module, or one not
+  // accepted) the map is refreshed if the loaded set changed (an object loaded since) and looked
+  // up once more. Returns whether a module was accepted. The one lookup-then-refresh loop of the
+  // library (DescribePc, Symbolizer::Symbolize).
+  // Signal safety: NOT async-signal-safe (the refresh).
+  template <class Accept>
+  bool FindRefreshing(uint64_t address, Accept&& accept) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      {
+        Reader reader(*this);
+        const Module* m = reader.snapshot() != nullptr ? reader.snapshot()->Find(address) : nullptr;
+        if (m != nullptr && accept(*m)) return true;
+      }
+      if (!RefreshIfChanged()) break;  // nothing loaded since: a second look finds the same
+    }
+    return false;
+  }
 
   // How many snapshots were built so far.
   uint64_t rebuild_count() const { return rebuilds_.load(std::memory_order_relaxed); }

@@ -14,95 +14,125 @@ int HexDigit(char c) {
   return -1;
 }
 
-// A streaming parser of "lo-hi perms ..." lines: it keeps no line buffer, so a line of any
-// length (long paths) costs nothing, and the stack use stays fixed.
-class MapsParser {
- public:
-  explicit MapsParser(uint64_t addr) : addr_(addr) {}
-
-  // Feeds bytes; returns true once the mapping containing addr was found.
-  bool Feed(const char* p, long n) {
-    for (long i = 0; i < n && !malformed_; ++i) {
-      if (Consume(p[i])) return true;
-    }
-    return false;
-  }
-  bool malformed() const { return malformed_; }
-  const Mapping& found() const { return current_; }
-
- private:
-  enum class State { kLo, kHi, kPerms, kRest };
-
-  bool Consume(char c) {
-    switch (state_) {
-      case State::kLo:
-        if (c == '-') {
-          state_ = State::kHi;
-        } else if (!AddDigit(c, &current_.range.lo)) {
-          return Fail();
-        }
-        return false;
-      case State::kHi:
-        if (c == ' ') {
-          state_ = State::kPerms;
-          perm_index_ = 0;
-        } else if (!AddDigit(c, &current_.range.hi)) {
-          return Fail();
-        }
-        return false;
-      case State::kPerms:
-        if (perm_index_ == 0) current_.readable = (c == 'r');
-        if (perm_index_ == 1) current_.writable = (c == 'w');
-        if (perm_index_ == 2) current_.executable = (c == 'x');
-        if (++perm_index_ == 4) {
-          state_ = State::kRest;
-          if (current_.range.Contains(addr_)) return true;
-        }
-        if (c == '\n') return Fail();
-        return false;
-      case State::kRest:
-        if (c == '\n') {
-          state_ = State::kLo;
-          current_ = Mapping();
-        }
-        return false;
-    }
-    return false;
-  }
-
-  static bool AddDigit(char c, uint64_t* value) {
-    int d = HexDigit(c);
-    if (d < 0 || (*value >> 60) != 0) return false;
-    *value = (*value << 4) | static_cast<uint64_t>(d);
-    return true;
-  }
-
-  bool Fail() {
-    malformed_ = true;
-    return false;
-  }
-
-  uint64_t addr_;
-  State state_ = State::kLo;
-  int perm_index_ = 0;
-  Mapping current_;
-  bool malformed_ = false;
-};
-
 }  // namespace
 
+// The one parser of "lo-hi perms offset dev inode   path" lines (FindMapping's, and through
+// ParseMapsLine the symbolizer tool's). It keeps no line buffer, so a line of any length (long
+// paths) costs nothing, and the stack use stays fixed. A line's fields are known once its perms
+// are (perms_done()) and, for the offset and the path's position, at its end.
+bool MapsLineParser::Consume(char c) {
+  ++column_;
+  switch (state_) {
+    case State::kLo:
+      if (c == '-') {
+        state_ = State::kHi;
+      } else if (!AddDigit(c, &line_.mapping.range.lo)) {
+        malformed_ = true;
+      }
+      return false;
+    case State::kHi:
+      if (c == ' ') {
+        state_ = State::kPerms;
+        perm_index_ = 0;
+      } else if (!AddDigit(c, &line_.mapping.range.hi)) {
+        malformed_ = true;
+      }
+      return false;
+    case State::kPerms:
+      if (c == '\n') {
+        malformed_ = true;
+        return false;
+      }
+      if (perm_index_ == 0) line_.mapping.readable = (c == 'r');
+      if (perm_index_ == 1) line_.mapping.writable = (c == 'w');
+      if (perm_index_ == 2) line_.mapping.executable = (c == 'x');
+      if (++perm_index_ == 4) state_ = State::kAfterPerms;
+      return false;
+    default:
+      break;
+  }
+  // After the perms: what FindMapping needs is known; errors here only make the line's
+  // offset and path unknown (rest_ok false).
+  if (c == '\n') {
+    if (state_ != State::kPath) line_.path_begin = line_.path_end = column_ - 1;
+    line_.path_end = column_ - 1;
+    return true;
+  }
+  switch (state_) {
+    case State::kAfterPerms:
+      if (c != ' ') rest_ok_ = false;
+      state_ = State::kOffset;
+      break;
+    case State::kOffset:
+      if (c == ' ') {
+        state_ = State::kDev;
+      } else if (!AddDigit(c, &line_.offset)) {
+        rest_ok_ = false;
+      }
+      break;
+    case State::kDev:
+      if (c == ' ') state_ = State::kInode;
+      break;
+    case State::kInode:
+      if (c == ' ') {
+        state_ = State::kPad;
+      } else if (c < '0' || c > '9') {
+        rest_ok_ = false;
+      }
+      break;
+    case State::kPad:
+      if (c != ' ') {
+        state_ = State::kPath;
+        line_.path_begin = column_ - 1;
+      }
+      break;
+    default:  // kPath: to the end of the line
+      break;
+  }
+  return false;
+}
+
+bool MapsLineParser::AddDigit(char c, uint64_t* value) {
+  int d = HexDigit(c);
+  if (d < 0 || (*value >> 60) != 0) return false;
+  *value = (*value << 4) | static_cast<uint64_t>(d);
+  return true;
+}
+
+bool ParseMapsLine(const char* line, size_t length, MapsLine* out) {
+  MapsLineParser parser;
+  bool ended = false;
+  for (size_t i = 0; i < length && !ended && !parser.malformed(); ++i) ended = parser.Consume(line[i]);
+  if (!ended && !parser.malformed()) ended = parser.Consume('\n');  // the last line needs none
+  if (!ended || parser.malformed() || !parser.perms_done() || !parser.rest_ok()) return false;
+  *out = parser.line();
+  const AddressRange& r = out->mapping.range;
+  if (r.hi <= r.lo) return false;
+  // A CR before the LF is not part of the path.
+  while (out->path_end > out->path_begin &&
+         (line[out->path_end - 1] == '\r' || line[out->path_end - 1] == '\n')) {
+    --out->path_end;
+  }
+  return true;
+}
+
 bool FindMappingInMapsFd(int fd, uint64_t addr, Mapping* out) {
-  MapsParser parser(addr);
+  MapsLineParser parser;
   char buf[256];
   for (;;) {
     long n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    if (parser.Feed(buf, n)) {
-      *out = parser.found();
-      return true;
+    for (long i = 0; i < n; ++i) {
+      const bool was_done = parser.perms_done();
+      const bool line_ended = parser.Consume(buf[i]);
+      if (parser.malformed()) return false;
+      if (!was_done && parser.perms_done() && parser.line().mapping.range.Contains(addr)) {
+        *out = parser.line().mapping;
+        return true;
+      }
+      if (line_ended) parser = MapsLineParser();
     }
-    if (parser.malformed()) return false;
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/module_map.h"
 #include "crash/report_writer.h"
+#include "format/frame_layout.h"
 #include "stackwalk/stackwalk.h"
 #include "symbolize/safe_symbolizer.h"
 
@@ -106,21 +107,22 @@ ModuleList g_modules;  // too big for the alternate stack; one report per proces
 // What the frame lines hold, and the command that adds file:line (crash_handler.h).
 constexpr const char* kFramesLegend =
     "*** frames: #N, pc (the interrupted PC) or ra (a return address), the address, the function\n"
-    "***   from the symbol tables + offset, MODULE+OFFSET (the object's path and link-time address).\n"
+    "***   from the symbol tables + offset, (MODULE+OFFSET) (the object's path and link-time address).\n"
     "***   For ra, both offsets are of the call (ra - 1). No file:line here; they come from:\n"
-    "***   grep -oE '[^ ]+\\+0x[0-9a-f]+$' REPORT | xargs stackwalk-symbolize --inlines\n";
+    "***   grep -oE '[^ (]+\\+0x[0-9a-f]+\\)$' REPORT | tr -d ')' | xargs stackwalk-symbolize --inlines\n";
 
 void WriteFrame(ReportWriter& w, int index, uint64_t pc, bool is_return_address,
                 const internal::SafeFrame& frame) {
-  w.Text("#").Dec(index).Text(is_return_address ? " ra " : " pc ").HexPadded(pc);
-  if (frame.function[0] != '\0') {
-    w.Text(" in ").Text(frame.function).Text("+").Hex(frame.function_offset);
-  }
-  if (frame.has_module) {
-    w.Text(" ").Text(frame.module).Text("+").Hex(frame.module_offset);
-  } else {
-    w.Text(" (in no known object)");
-  }
+  internal::FrameLine line;
+  line.index = index;
+  line.kind = is_return_address ? "ra" : "pc";
+  line.pc = pc;
+  line.function = frame.function;
+  line.has_function_offset = true;
+  line.function_offset = frame.function_offset;
+  line.module = frame.has_module ? frame.module : "";
+  line.module_offset = frame.module_offset;
+  internal::WriteFrameLine(w, line);
   w.Text("\n").Flush();
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dl_find_object.h"
 #include "core/module_map.h"
 #include "ehframe/byte_reader.h"
 #include "ehframe/cfi_parser.h"
@@ -147,14 +148,12 @@ bool DebugFrameRegistry::Find(uint64_t pc, EhFrameSection* section, uint64_t* fd
   for (int t = 0; t < n; ++t) {
     const Table& table = tables_[t];
     if (!table.covered.Contains(pc)) continue;
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
     // Still the object the table was read for, not one loaded since at the same place.
-    dl_find_object found;
-    if (_dl_find_object(reinterpret_cast<void*>(static_cast<uintptr_t>(pc)), &found) != 0 ||
-        reinterpret_cast<uintptr_t>(found.dlfo_map_start) != table.object_start) {
+    GlibcObject found;
+    if (kHaveDlFindObject &&
+        (!FindObjectByGlibc(pc, &found) || found.map_start != table.object_start)) {
       continue;
     }
-#endif
     int lo = 0, hi = table.count;  // last entry starting at or below pc
     while (lo < hi) {
       int mid = lo + (hi - lo) / 2;

@@ -1,40 +1,34 @@
 #include "ehframe/native_locator.h"
 
-#include <dlfcn.h>
 
 #include <cstring>
 
+#include "core/dl_find_object.h"
 #include "core/proc_maps.h"
 #include "ehframe/debug_frame.h"
-
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-#define STACKWALK_HAVE_DL_FIND_OBJECT 1
-#endif
 
 namespace stackwalk::internal {
 
 bool NativeLocator::Find(uint64_t pc, EhFrameSection* out) const {
   const Module* m = snapshot_ != nullptr ? snapshot_->FindExecutable(pc) : nullptr;
-#ifdef STACKWALK_HAVE_DL_FIND_OBJECT
-  dl_find_object found;
-  if (_dl_find_object(reinterpret_cast<void*>(static_cast<uintptr_t>(pc)), &found) == 0) {
-    if (found.dlfo_eh_frame == nullptr) return false;
+  GlibcObject found;
+  if (FindObjectByGlibc(pc, &found)) {
+    if (found.eh_frame == 0) return false;
     EhFrameSection s;
-    s.hdr = reinterpret_cast<uintptr_t>(found.dlfo_eh_frame);
+    s.hdr = found.eh_frame;
     if (m != nullptr && m->eh_frame_hdr.lo == s.hdr) {
       s.bounds = m->eh_segment;
       s.in_vdso = m->is_vdso;
     } else {
       // Loaded since the snapshot: the object's whole mapping bounds the reads.
-      s.bounds = {reinterpret_cast<uintptr_t>(found.dlfo_map_start),
-                  reinterpret_cast<uintptr_t>(found.dlfo_map_end)};
+      s.bounds = {found.map_start, found.map_end};
     }
     s.address_size = sizeof(void*);
     *out = s;
     return s.bounds.Contains(s.hdr);
   }
-  // glibc does not know it (the vDSO on some versions): the snapshot may.
-#endif
+  // glibc does not know it (the vDSO on some versions), or has no _dl_find_object: the
+  // snapshot may.
   if (m == nullptr || m->eh_frame_hdr.empty() || m->eh_segment.empty()) return false;
   EhFrameSection s;
   s.hdr = m->eh_frame_hdr.lo;

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "core/build_id.h"
 #include "ehframe/cfi_parser.h"
 #include "ehframe/eh_frame_hdr.h"
 
@@ -215,22 +216,8 @@ bool ElfImage::Index() {
       t.strings = strings.sh_offset;
       t.strings_size = strings.sh_size;
     } else if (sh.sh_type == SHT_NOTE && build_id_size_ == 0) {
-      uint64_t off = sh.sh_offset, end = sh.sh_offset + sh.sh_size;
-      while (off + sizeof(ElfW(Nhdr)) <= end) {
-        ElfW(Nhdr) nh;
-        Get(base_, size_, off, &nh);
-        uint64_t desc = off + sizeof(nh) + ((nh.n_namesz + 3u) & ~3u);
-        uint64_t next = desc + ((nh.n_descsz + 3u) & ~3u);
-        if (next > end || next <= off) break;
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            std::memcmp(base_ + off + sizeof(nh), "GNU", 4) == 0) {
-          build_id_size_ = nh.n_descsz < kMaxBuildIdSize ? static_cast<int>(nh.n_descsz)
-                                                         : kMaxBuildIdSize;
-          std::memcpy(build_id_, base_ + desc, static_cast<size_t>(build_id_size_));
-          break;
-        }
-        off = next;
-      }
+      const int n = FindGnuBuildId(base_ + sh.sh_offset, sh.sh_size, build_id_, kMaxBuildIdSize);
+      if (n > 0) build_id_size_ = n;
     } else if (name != nullptr && std::strcmp(name, ".gnu_debuglink") == 0) {
       const char* link = StringAt(base_, size_, sh.sh_offset, sh.sh_size, 0);
       if (link != nullptr) {

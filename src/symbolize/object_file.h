@@ -7,11 +7,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "format/json_string.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/mini_debuginfo.h"
@@ -32,6 +33,10 @@ struct ObjectFile {
   // The two symbol sources sorted by address, for lookups in batches.
   SymbolIndex symbols_index;
   SymbolIndex mini_index;
+  // binutils' naming state (FrameNaming::kAddr2line): the DWARF entries already looked up as
+  // the innermost function, and those a symbol renamed for good.
+  std::set<uint64_t> looked_up;
+  std::map<uint64_t, std::string> renamed;
   // Why the object itself could not be read ("No such file or directory", "not an ELF file",
   // "truncated ELF file ...", ...); empty if it could.
   std::string error;

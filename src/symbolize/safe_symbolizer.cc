@@ -1,11 +1,10 @@
 #include "symbolize/safe_symbolizer.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "core/dl_find_object.h"
 #include "core/module_map.h"
 #include "symbolize/demangle.h"
 
@@ -104,19 +103,13 @@ void SafeSymbolizer::Describe(uint64_t pc, bool is_return_address, SafeFrame* ou
     in_memory = m->is_vdso;
     memory_size = m->extent.hi - m->extent.lo;
   } else {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-    dl_find_object found;
-    if (_dl_find_object(reinterpret_cast<void*>(static_cast<uintptr_t>(lookup)), &found) != 0 ||
-        found.dlfo_link_map == nullptr || found.dlfo_link_map->l_name == nullptr ||
-        found.dlfo_link_map->l_name[0] == '\0') {
+    GlibcObject found;
+    if (!FindObjectByGlibc(lookup, &found) || found.path == nullptr || found.path[0] == '\0') {
       return;
     }
-    out->module = found.dlfo_link_map->l_name;
-    object_start = reinterpret_cast<uintptr_t>(found.dlfo_map_start);
-    load_bias = found.dlfo_link_map->l_addr;
-#else
-    return;
-#endif
+    out->module = found.path;
+    object_start = found.map_start;
+    load_bias = found.load_bias;
   }
   out->has_module = true;
   out->module_offset = lookup - load_bias;

@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/module_map.h"
+#include "format/frame_json.h"
+#include "format/frame_layout.h"
 #include "symbolize/dwarf_module.h"
 #include "symbolize/elf_image.h"
 #include "symbolize/object_file.h"
@@ -23,10 +25,7 @@ namespace stackwalk {
 namespace {
 
 using internal::DwarfFrame;
-using internal::JsonString;
 using internal::SymbolHit;
-
-std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 // The main executable's path: the loader reports it as "".
 std::string ExecutablePath() {
@@ -62,69 +61,179 @@ absl::Status OutOfMemory(const std::string& what) {
 struct Symbolizer::Impl {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Object>> objects;  // by path
+  std::string debug_root = "/usr/lib/debug";
 
   Object* ObjectFor(const std::string& path) {
     auto it = objects.find(path);
     if (it == objects.end()) {
       auto object = std::make_unique<Object>();
-      object->Load(path);
+      object->Load(path, debug_root);
       it = objects.emplace(path, std::move(object)).first;
     }
     return it->second.get();
   }
 
-  // The frames of `path` at link-time `address` into *out, or ResourceExhausted. Also says
-  // whether the object could be read at all (*readable).
-  absl::Status LookupIn(const std::string& path, uint64_t address, std::vector<SymbolizedFrame>* out,
-                        bool* readable) {
+  // Runs `use(object)` on the object of `path`, or answers ResourceExhausted (see above).
+  template <class Use>
+  absl::Status WithObject(const std::string& path, Use&& use) {
     bool out_of_memory = false;
     errno = 0;
     try {
-      Object* object = ObjectFor(path);
-      *readable = object->dwarf || object->has_symbols || object->has_mini;
-      *out = Lookup(object, address);
+      use(ObjectFor(path));
     } catch (const std::bad_alloc&) {
       out_of_memory = true;
     }
     if (out_of_memory || errno == ENOMEM) {
       objects.erase(path);  // frees; allocates nothing
-      out->clear();
       return OutOfMemory(path);
     }
     return absl::OkStatus();
   }
 
-  // Frames at a link-time address: DWARF, with the symbol table's name where DWARF has none.
-  std::vector<SymbolizedFrame> Lookup(Object* object, uint64_t address) {
-    std::vector<SymbolizedFrame> out;
+  // The frames of `path` at link-time `address` into *out, or ResourceExhausted. Also says
+  // whether the object itself could be read as ELF (*has_file).
+  absl::Status LookupIn(const std::string& path, uint64_t address, const FileQuery& query,
+                        std::vector<SymbolizedFrame>* out, bool* has_file) {
+    absl::Status status = WithObject(path, [&](Object* object) {
+      *has_file = object->has_file;
+      *out = Lookup(object, address, query);
+    });
+    if (!status.ok()) out->clear();
+    return status;
+  }
+
+  static std::vector<SymbolizedFrame> Lookup(Object* object, uint64_t address,
+                                             const FileQuery& query) {
     std::vector<DwarfFrame> frames;
     if (object->dwarf) frames = object->dwarf->Lookup(address);
+    switch (query.naming) {
+      case FrameNaming::kAddr2line:
+        NameAsAddr2line(object, address, &frames);
+        break;
+      case FrameNaming::kLlvmSymbolizer:
+        NameAsLlvm(object, address, query, &frames);
+        break;
+      case FrameNaming::kStackwalk:
+        NameAsStackwalk(object, address, &frames);
+        break;
+    }
+    if (query.innermost_only && frames.size() > 1) frames.resize(1);
+    std::vector<SymbolizedFrame> out;
     for (const DwarfFrame& f : frames) {
       SymbolizedFrame s;
-      s.function = f.function;
+      // The DWARF name when it has one; the symbol table's name, demangled, otherwise.
+      s.function = f.function != f.linkage ? f.function : internal::Demangle(f.linkage.c_str());
+      s.linkage_name = f.linkage;
       s.file = f.file;
       s.line = f.line;
       s.column = f.column;
       s.inlined = f.inlined;
+      s.function_start = f.function_entry;
+      s.function_start_is_low_pc = f.entry_is_low_pc;
+      s.discriminator = f.discriminator;
+      s.decl_file = f.decl_file;
+      s.decl_line = f.decl_line;
       out.push_back(std::move(s));
-    }
-    // The symbol table names the outermost (not inlined) function where DWARF has nothing, or
-    // only a bare DW_AT_name for what the symbol table has as a qualified C++ name (a function
-    // in an anonymous namespace has no linkage name in DWARF). C names stay DWARF's: the symbol
-    // there may be a versioned alias (__libc_start_main@@GLIBC_2.34 for __libc_start_main_impl).
-    SymbolHit hit;
-    const bool unnamed = out.empty() || out.back().function.empty();
-    if ((unnamed || !frames.back().has_linkage) && object->LookupSymbol(address, &hit) &&
-        (unnamed || (hit.value == frames.back().function_entry && std::strncmp(hit.name, "_Z", 2) == 0))) {
-      if (out.empty()) out.emplace_back();
-      out.back().function = internal::Demangle(hit.name);
     }
     if (out.empty()) out.emplace_back();
     return out;
   }
+
+  // Names a frame from the symbol table: the name (demangled when printed) and, for a frame the
+  // symbol table alone gives, where the function starts.
+  static void NameFromSymbol(const SymbolHit& hit, std::vector<DwarfFrame>* frames,
+                             DwarfFrame* frame) {
+    if (frame == nullptr) {
+      frames->emplace_back();
+      frame = &frames->back();
+      frame->function_entry = hit.value;
+    }
+    frame->linkage = hit.name;
+    frame->function = hit.name;
+  }
+
+  // FrameNaming::kStackwalk (symbolizer.h). The symbol table names the outermost (not inlined)
+  // function where DWARF has nothing, or only a bare DW_AT_name for what the symbol table has as
+  // a qualified C++ name (a function in an anonymous namespace has no linkage name in DWARF). C
+  // names stay DWARF's: the symbol there may be a versioned alias (__libc_start_main@@GLIBC_2.34
+  // for __libc_start_main_impl).
+  static void NameAsStackwalk(Object* object, uint64_t address, std::vector<DwarfFrame>* frames) {
+    SymbolHit hit;
+    const bool unnamed = frames->empty() || frames->back().function.empty();
+    if ((unnamed || !frames->back().has_linkage) && object->LookupSymbol(address, &hit) &&
+        (unnamed || (hit.value == frames->back().function_entry && std::strncmp(hit.name, "_Z", 2) == 0))) {
+      NameFromSymbol(hit, frames, frames->empty() ? nullptr : &frames->back());
+    }
+  }
+
+  // FrameNaming::kAddr2line. binutils names a function without a DWARF linkage name by the
+  // symbol table the first time it is the innermost function of a lookup, and by its DWARF name
+  // afterwards, unless the symbol started where the function does: then that symbol name sticks,
+  // for inlined calls' callers too. Kept per DWARF entry (ObjectFile::looked_up, renamed), to
+  // name as it names in the same order.
+  static void NameAsAddr2line(Object* object, uint64_t address, std::vector<DwarfFrame>* frames) {
+    SymbolHit hit;
+    if (frames->empty() || frames->front().function.empty()) {
+      if (object->LookupSymbol(address, &hit)) {
+        NameFromSymbol(hit, frames, frames->empty() ? nullptr : &frames->front());
+        // No line: binutils names the source file of the symbol table's STT_FILE entry.
+        if (frames->front().file.empty() && hit.file != nullptr) frames->front().file = hit.file;
+      }
+    } else if (!frames->front().has_linkage) {
+      DwarfFrame& f = frames->front();
+      if (object->looked_up.insert(f.die).second) {
+        if (object->LookupSymbol(address, &hit)) {
+          if (hit.value == f.function_entry) object->renamed[f.die] = hit.name;
+          NameFromSymbol(hit, frames, &f);
+        }
+      } else if (auto it = object->renamed.find(f.die); it != object->renamed.end()) {
+        f.linkage = f.function = it->second;
+      }
+    }
+    for (size_t i = 1; i < frames->size(); ++i) {
+      DwarfFrame& f = (*frames)[i];
+      if (f.has_linkage) continue;
+      if (auto it = object->renamed.find(f.die); it != object->renamed.end()) {
+        f.linkage = f.function = it->second;
+      }
+    }
+  }
+
+  // FrameNaming::kLlvmSymbolizer. DWARF's names, the symbol table's function where DWARF names
+  // none; then, as LLVM 14 does when it prints names, the outermost frame returned (the
+  // innermost alone without inlines) named by the symbol table where it covers the address (a
+  // cold part is "f() [clone .cold]" there), which gives the start address.
+  static void NameAsLlvm(Object* object, uint64_t address, const FileQuery& query,
+                         std::vector<DwarfFrame>* frames) {
+    SymbolHit hit;
+    if ((frames->empty() || frames->front().function.empty()) &&
+        object->LookupSymbol(address, &hit)) {
+      NameFromSymbol(hit, frames, frames->empty() ? nullptr : &frames->front());
+    }
+    if (frames->empty()) frames->emplace_back();
+    if (query.innermost_only && frames->size() > 1) frames->resize(1);
+    if (query.name_functions && object->LookupSymbol(address, &hit)) {
+      DwarfFrame& outer = frames->back();
+      outer.linkage = hit.name;
+      outer.function = internal::Demangle(hit.name);
+      outer.function_entry = hit.value;
+      outer.entry_is_low_pc = true;
+      outer.inlined = false;
+      // No line: the source file of the symbol table's STT_FILE entry.
+      if (outer.file.empty() && hit.file != nullptr) outer.file = hit.file;
+    }
+  }
 };
 
 Symbolizer::Symbolizer() : impl_(new (std::nothrow) Impl) {}
+Symbolizer::Symbolizer(const SymbolizerOptions& options) : Symbolizer() {
+  if (impl_ == nullptr) return;
+  try {
+    impl_->debug_root = options.debug_root;
+  } catch (const std::bad_alloc&) {
+    impl_.reset();  // every call answers "out of memory", as without state
+  }
+}
 Symbolizer::~Symbolizer() = default;
 
 std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_return_address) {
@@ -135,18 +244,12 @@ std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_retur
     internal::ModuleMap& map = internal::ModuleMap::Global();
     std::string path;
     uint64_t bias = 0;
-    for (int attempt = 0; attempt < 2 && path.empty(); ++attempt) {
-      {
-        internal::ModuleMap::Reader reader(map);
-        const internal::Module* m =
-            reader.snapshot() != nullptr ? reader.snapshot()->Find(lookup) : nullptr;
-        if (m != nullptr && !m->is_vdso) {
-          path = m->path[0] != '\0' ? std::string(m->path) : ExecutablePath();
-          bias = m->load_bias;
-        }
-      }
-      if (path.empty() && !map.RefreshIfChanged()) break;  // a miss: maybe newly loaded
-    }
+    map.FindRefreshing(lookup, [&](const internal::Module& m) {
+      if (m.is_vdso) return false;  // no file to read
+      path = m.path[0] != '\0' ? std::string(m.path) : ExecutablePath();
+      bias = m.load_bias;
+      return true;
+    });
     internal::UnloadedModule unloaded;
     if (path.empty() && map.FindUnloaded(lookup, &unloaded)) {  // dlclose'd since the capture
       path = unloaded.path;
@@ -157,8 +260,8 @@ std::vector<SymbolizedFrame> Symbolizer::Symbolize(const void* pc, bool is_retur
       frames.emplace_back();
     } else {
       std::lock_guard<std::mutex> lock(impl_->mutex);
-      bool readable = false;
-      if (!impl_->LookupIn(path, lookup - bias, &frames, &readable).ok()) return {};
+      bool has_file = false;
+      if (!impl_->LookupIn(path, lookup - bias, FileQuery(), &frames, &has_file).ok()) return {};
     }
     for (SymbolizedFrame& f : frames) {
       f.pc = address;
@@ -191,19 +294,31 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeTrace(void* const* pcs, int n,
 
 absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std::string& path,
                                                                        uint64_t address) {
+  return SymbolizeFile(path, address, FileQuery());
+}
+
+namespace {
+
+// NotFound for a file that cannot be read as ELF: why, as the object's reader found it (no such
+// file, a directory, not ELF, truncated...).
+absl::Status Unreadable(const std::string& path, const std::string& why) {
+  return absl::NotFoundError(
+      absl::StrCat(path, ": ", why.empty() ? "not a readable ELF file of this class" : why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std::string& path,
+                                                                       uint64_t address,
+                                                                       const FileQuery& query) {
   if (impl_ == nullptr) return OutOfMemory(path);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<SymbolizedFrame> frames;
-  bool readable = false;
-  absl::Status status = impl_->LookupIn(path, address, &frames, &readable);
+  bool has_file = false;
+  absl::Status status = impl_->LookupIn(path, address, query, &frames, &has_file);
   if (!status.ok()) return status;
   try {
-    if (!readable) {
-      // Why, as the object's reader found it (no such file, a directory, not ELF, truncated...).
-      const std::string& why = impl_->ObjectFor(path)->error;
-      return absl::NotFoundError(
-          absl::StrCat(path, ": ", why.empty() ? "not a readable ELF file of this class" : why));
-    }
+    if (!has_file) return Unreadable(path, impl_->ObjectFor(path)->error);
     for (SymbolizedFrame& f : frames) {
       f.pc = address;
       f.module = path;
@@ -215,47 +330,51 @@ absl::StatusOr<std::vector<SymbolizedFrame>> Symbolizer::SymbolizeFile(const std
   }
 }
 
-// The formatters build their text with std::string only: an exception cannot unwind through
-// abseil's str_format (std::terminate, found by the allocation-failure sweep).
-namespace {
-std::string HexNumber(uint64_t v, int width = 0) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
-  return buf;
-}
-}  // namespace
-
-std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
-  std::string out;
-  for (const SymbolizedFrame& f : frames) {
-    out += "#" + std::to_string(f.index) + " " + HexNumber(f.pc, 16);
-    if (!f.function.empty()) out += " in " + f.function;
-    if (f.inlined) out += " (inlined)";
-    if (!f.file.empty()) {
-      out += " at " + f.file;
-      if (f.line > 0) out += ":" + std::to_string(f.line);
-      if (f.column > 0) out += ":" + std::to_string(f.column);
+absl::StatusOr<uint64_t> Symbolizer::FileOffsetToAddress(const std::string& path,
+                                                         uint64_t offset) {
+  if (impl_ == nullptr) return OutOfMemory(path);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  absl::Status answer;
+  uint64_t address = 0;
+  absl::Status status = impl_->WithObject(path, [&](Object* object) {
+    if (!object->has_file) {
+      answer = Unreadable(path, object->error);
+    } else if (!object->file.FileOffsetToAddress(offset, &address)) {
+      char hex[24];
+      std::snprintf(hex, sizeof(hex), "%" PRIx64, offset);
+      answer = absl::NotFoundError(absl::StrCat(path, ": no segment holds file offset 0x", hex));
     }
-    if (!f.module.empty()) out += " (" + Basename(f.module) + "+" + HexNumber(f.module_offset) + ")";
-    out += '\n';
-  }
-  return out;
+  });
+  if (!status.ok()) return status;
+  if (!answer.ok()) return answer;
+  return address;
+}
+
+absl::Status Symbolizer::FindSection(const std::string& path, const std::string& name,
+                                     uint64_t* address, uint64_t* size) {
+  if (impl_ == nullptr) return OutOfMemory(path);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  absl::Status answer;
+  absl::Status status = impl_->WithObject(path, [&](Object* object) {
+    if (!object->has_file) {
+      answer = Unreadable(path, object->error);
+    } else if (!object->file.FindSection(name.c_str(), address, size)) {
+      answer = absl::NotFoundError(absl::StrCat(path, ": cannot find section ", name));
+    }
+  });
+  return status.ok() ? answer : status;
+}
+
+// The formatters catch std::bad_alloc: an exception cannot unwind through abseil's str_format
+// (std::terminate, found by the allocation-failure sweep), so neither uses it.
+std::string FormatFrames(const std::vector<SymbolizedFrame>& frames) try {
+  return internal::FrameLines(frames);
 } catch (const std::bad_alloc&) {
   return std::string();
 }
 
 std::string FormatFramesJson(const std::vector<SymbolizedFrame>& frames) try {
-  std::string out = "[";
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const SymbolizedFrame& f = frames[i];
-    if (i != 0) out += ",";
-    out += "{\"index\":" + std::to_string(f.index) + ",\"pc\":\"" + HexNumber(f.pc) +
-           "\",\"function\":" + JsonString(f.function) + ",\"file\":" + JsonString(f.file) +
-           ",\"line\":" + std::to_string(f.line) + ",\"column\":" + std::to_string(f.column) +
-           ",\"inlined\":" + (f.inlined ? "true" : "false") + ",\"module\":" + JsonString(f.module) +
-           ",\"module_offset\":\"" + HexNumber(f.module_offset) + "\"}";
-  }
-  return out + "]";
+  return internal::DumpJson(internal::FramesJsonArray(frames));
 } catch (const std::bad_alloc&) {
   return std::string();
 }
