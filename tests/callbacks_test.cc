@@ -217,7 +217,7 @@ static void OnProfile(int, siginfo_t*, void* uc) {
 #if defined(__arm__)
 // EHABI describes a function as its call sites see it: an interrupt in the prologue (before the
 // frame it describes is set up) or the epilogue (after it is torn down) is outside what the
-// table says (README, known limits), so arm32 samples there are not checked.
+// table says (docs/limits.md), so arm32 samples there are not checked.
 static bool OutsideEhabiBody(void* pc) {
   Dl_info info;
   void* entry = nullptr;

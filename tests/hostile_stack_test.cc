@@ -322,7 +322,7 @@ TEST_P(HoleInStack, UnwindsFromTheFaultUpToTheHole) {
 #if defined(__arm__)
     // On arm32 the EHABI walk (and AUTO, which takes it) stops after the first hole_recurse
     // frame here, with or without the page probe (seen under qemu-arm; not understood yet:
-    // README, known limits). Only the frame-pointer walk is held to the whole count.
+    // docs/limits.md). Only the frame-pointer walk is held to the whole count.
     if (kMethods[m] != STACKWALK_FP) {
       EXPECT_GE(recursion, 1) << "method " << kMethods[m] << ": " << Join(names);
       continue;

@@ -432,7 +432,7 @@ __attribute__((noinline)) long prof_round(chain_lib_entry_fn entry, int round) {
 }  // extern "C"
 
 #if defined(__arm__)
-// EHABI describes a function as its call sites see it (README, known limits): samples in a
+// EHABI describes a function as its call sites see it (docs/limits.md): samples in a
 // prologue or epilogue are not checked for their callers on arm32 (as in callbacks_test).
 static bool OutsideEhabiBody(void* pc) {
   Dl_info info;
