@@ -22,15 +22,14 @@
 #include "stackwalk/stackwalk.h"
 
 // The tables the test unwinds with: .eh_frame, or the EHABI index on 32-bit ARM.
-#if defined(__arm__)
-#define TABLE_METHOD STACKWALK_EXIDX
-#else
-#define TABLE_METHOD STACKWALK_EHFRAME
-#endif
 
 using stackwalk::testing::ContainsInOrder;
 using stackwalk::testing::FrameNames;
 using stackwalk::testing::Join;
+using stackwalk::testing::kTableMethod;
+#if defined(__arm__)
+using stackwalk::testing::OutsideEhabiBody;
+#endif
 
 namespace {
 constexpr int kMax = 128;
@@ -41,7 +40,7 @@ int g_n;
 extern "C" {
 
 __attribute__((noinline)) void cb_capture() {
-  g_n = stackwalk_backtrace(g_pcs, kMax, TABLE_METHOD);
+  g_n = stackwalk_backtrace(g_pcs, kMax, kTableMethod);
   __asm__ volatile("" ::: "memory");
 }
 
@@ -209,28 +208,10 @@ static void OnProfile(int, siginfo_t*, void* uc) {
   const int i = g_samples_claimed.fetch_add(1, std::memory_order_relaxed);
   if (i >= kSamples) return;
   ProfileSample& sample = g_samples[i];
-  sample.n = stackwalk_backtrace_from_context(uc, sample.pcs, 16, TABLE_METHOD);
+  sample.n = stackwalk_backtrace_from_context(uc, sample.pcs, 16, kTableMethod);
   sample.tid = syscall(SYS_gettid);
   sample.complete.store(true, std::memory_order_release);
 }
-
-#if defined(__arm__)
-// EHABI describes a function as its call sites see it: an interrupt in the prologue (before the
-// frame it describes is set up) or the epilogue (after it is torn down) is outside what the
-// table says (docs/limits.md), so arm32 samples there are not checked.
-static bool OutsideEhabiBody(void* pc) {
-  Dl_info info;
-  void* entry = nullptr;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(pc);
-  if (dladdr1(reinterpret_cast<void*>(at | 1), &info, &entry, RTLD_DL_SYMENT) == 0 ||
-      entry == nullptr) {
-    return false;
-  }
-  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
-  const uintptr_t offset = at - (reinterpret_cast<uintptr_t>(info.dli_saddr) & ~uintptr_t{1});
-  return offset < 12 || offset + 8 >= sym->st_size;
-}
-#endif
 
 TEST(Signals, TimerSamplesAnywhereInLeafAndPrologue) {
   struct sigaction sa {}, old{};

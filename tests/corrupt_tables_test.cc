@@ -27,14 +27,10 @@
 
 using stackwalk::testing::FrameNames;
 using stackwalk::testing::Join;
+using stackwalk::testing::kTableMethod;
 
 namespace {
 
-#if defined(__arm__)
-constexpr stackwalk_method kTableMethod = STACKWALK_EXIDX;
-#else
-constexpr stackwalk_method kTableMethod = STACKWALK_EHFRAME;
-#endif
 constexpr int kMax = 256;
 
 void* g_pcs[kMax];

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frame_names.h"
 #include "stackwalk/stackwalk.h"
 #if defined(__arm__)
 #include "exidx/exidx_table.h"
@@ -30,11 +31,8 @@
 
 // stackwalk's table method: .eh_frame, or the EHABI index on 32-bit ARM, where libgcc's
 // _Unwind_Backtrace is EHABI-based too.
-#if defined(__arm__)
-#define TABLE_METHOD STACKWALK_EXIDX
-#else
-#define TABLE_METHOD STACKWALK_EHFRAME
-#endif
+
+using stackwalk::testing::kTableMethod;
 
 namespace {
 
@@ -163,7 +161,7 @@ void NoteDistinct(void* const* pcs, int n) {
 // index 1 on all must list the same return addresses.
 __attribute__((noinline)) void CompareHere() {
   void* ours[kMax];
-  int n = stackwalk_backtrace(ours, kMax, TABLE_METHOD);
+  int n = stackwalk_backtrace(ours, kMax, kTableMethod);
   LibgccTrace libgcc, nongnu, llvm;
   _Unwind_Backtrace(Collect, &libgcc);
   if (g_nongnu_backtrace != nullptr) nongnu.n = g_nongnu_backtrace(nongnu.pcs, kMax);

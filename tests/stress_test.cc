@@ -39,14 +39,13 @@
 using stackwalk::testing::ContainsInOrder;
 using stackwalk::testing::FrameNames;
 using stackwalk::testing::Join;
+using stackwalk::testing::kTableMethod;
+#if defined(__arm__)
+using stackwalk::testing::OutsideEhabiBody;
+#endif
 
 namespace {
 
-#if defined(__arm__)
-constexpr stackwalk_method kTableMethod = STACKWALK_EXIDX;
-#else
-constexpr stackwalk_method kTableMethod = STACKWALK_EHFRAME;
-#endif
 constexpr stackwalk_method kMethods[] = {STACKWALK_FP, kTableMethod, STACKWALK_AUTO};
 constexpr int kMax = 64;
 
@@ -430,23 +429,6 @@ __attribute__((noinline)) long prof_round(chain_lib_entry_fn entry, int round) {
 }
 
 }  // extern "C"
-
-#if defined(__arm__)
-// EHABI describes a function as its call sites see it (docs/limits.md): samples in a
-// prologue or epilogue are not checked for their callers on arm32 (as in callbacks_test).
-static bool OutsideEhabiBody(void* pc) {
-  Dl_info info;
-  void* entry = nullptr;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(pc);
-  if (dladdr1(reinterpret_cast<void*>(at | 1), &info, &entry, RTLD_DL_SYMENT) == 0 ||
-      entry == nullptr) {
-    return false;
-  }
-  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
-  const uintptr_t offset = at - (reinterpret_cast<uintptr_t>(info.dli_saddr) & ~uintptr_t{1});
-  return offset < 12 || offset + 8 >= sym->st_size;
-}
-#endif
 
 // The callers a sample in one of the fixture's functions must show next (table methods only: the
 // frame-pointer method cannot see a caller from a prologue).
