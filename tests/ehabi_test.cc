@@ -145,7 +145,8 @@ TEST(Ehabi, CompactRulesAgreeWithTheInterpreter) {
   for (const auto& bytes : streams) {
     std::vector<uint32_t> words;
     CompactRule rule;
-    bool compiled = CompileEhabiRule(EhabiOpcodesForTest::Make(bytes, &words), &rule);
+    bool compiled =
+        CompileEhabiRule(EhabiOpcodesForTest::Make(bytes, &words), &rule) == RuleError::kNone;
     Interpreted interpreted = Execute(bytes);
     if (!compiled) continue;
     ++compiled_count;
