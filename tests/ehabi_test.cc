@@ -145,7 +145,8 @@ TEST(Ehabi, CompactRulesAgreeWithTheInterpreter) {
   for (const auto& bytes : streams) {
     std::vector<uint32_t> words;
     CompactRule rule;
-    bool compiled = CompileEhabiRule(EhabiOpcodesForTest::Make(bytes, &words), &rule);
+    bool compiled =
+        CompileEhabiRule(EhabiOpcodesForTest::Make(bytes, &words), &rule) == RuleError::kNone;
     Interpreted interpreted = Execute(bytes);
     if (!compiled) continue;
     ++compiled_count;
@@ -164,6 +165,22 @@ TEST(Ehabi, CompactRulesAgreeWithTheInterpreter) {
     }
   }
   EXPECT_EQ(compiled_count, 9);
+}
+
+// A stream no compact rule expresses is refused with the reason, not a bare "no".
+TEST(Ehabi, CompactRuleCompilerSaysWhyItRefuses) {
+  auto compile = [](const std::vector<uint8_t>& bytes) {
+    std::vector<uint32_t> words;
+    CompactRule rule;
+    return CompileEhabiRule(EhabiOpcodesForTest::Make(bytes, &words), &rule);
+  };
+  EXPECT_EQ(compile({0xaa, 0xb0}), RuleError::kNone);
+  EXPECT_EQ(compile({0xb1, 0x01}), RuleError::kOpcode);  // pop {r0}
+  EXPECT_EQ(compile({0x82, 0x00}), RuleError::kOpcode);  // pop {r13}: sp
+  EXPECT_EQ(compile({0x02, 0x97}), RuleError::kOpcode);  // vsp = r7 after another opcode
+  EXPECT_EQ(compile({0x00, 0x00, 0x00, 0x8f}), RuleError::kTruncated);  // a pop cut off
+  EXPECT_EQ(compile({0x80, 0x00}), RuleError::kOpcode);  // "refuse to unwind"
+  EXPECT_EQ(compile(std::vector<uint8_t>(70, 0x00)), RuleError::kTooLong);
 }
 
 }  // namespace

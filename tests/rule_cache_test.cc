@@ -32,10 +32,8 @@ TEST(RuleCache, ACaptureBeforeInitializationDoesNotCostTheThreadItsCache) {
 TEST(RuleCache, FindsWhatWasInsertedForTheSameGeneration) {
   RuleCache* cache = RuleCache::Acquire();
   ASSERT_NE(cache, nullptr);
-  CompactRule rule;
-  rule.cfa_offset = 16;
+  CompactRule rule = CompactRule::Cfa(CompactRule::Kind::kCfaSp, 16);
   rule.ra_offset = -8;
-  rule.valid = 1;
   cache->Insert(0x401234, 7, rule);
   const CompactRule* found = cache->Find(0x401234, 7);
   ASSERT_NE(found, nullptr);
@@ -76,8 +74,7 @@ TEST(RuleCache, ExitedThreadsGiveTheirTablesBack) {
 TEST(RuleCache, ClearEmptiesTheThreadsTable) {
   RuleCache* cache = RuleCache::Acquire();
   ASSERT_NE(cache, nullptr);
-  CompactRule rule;
-  rule.valid = 1;
+  CompactRule rule = CompactRule::EndOfStack();
   cache->Insert(0x500000, 3, rule);
   cache->Release();
   RuleCache::ClearForThisThread();

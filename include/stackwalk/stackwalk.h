@@ -89,7 +89,8 @@ int stackwalk_method_available(stackwalk_method method);
  *
  * Brings stackwalk's snapshot of the loaded objects up to date: rebuilds it if a library was
  * loaded or unloaded since the last snapshot (glibc's dlpi_adds/dlpi_subs), and does nothing
- * otherwise. Returns 1 if it rebuilt, 0 if nothing changed, or a negative STACKWALK_ERROR_* code.
+ * otherwise. Returns 1 if it rebuilt, 0 if nothing changed or the rebuild could not be completed
+ * (no memory for a new snapshot: the previous one stays in use); it returns no error code.
  * Call it after dlopen/dlclose if you want the change seen before the next non-signal lookup.
  *
  * Signal safety: NOT async-signal-safe (calls dl_iterate_phdr, which takes the loader lock).

@@ -3,7 +3,7 @@
 #include <ucontext.h>
 
 #include "core/module_map.h"
-#include "core/native_walk.h"
+#include "walk/native_walk.h"
 #include "ehframe/debug_frame.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"

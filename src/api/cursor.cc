@@ -5,7 +5,7 @@
 #include <new>
 
 #include "core/module_map.h"
-#include "core/native_walk.h"
+#include "walk/native_walk.h"
 
 namespace stackwalk {
 namespace {

@@ -1,5 +1,6 @@
 // CodeMap: answers "is this address inside loaded code?" for the walkers that must tell code
-// pointers from data (the arm32 frame-pointer layouts). Reads the pinned module snapshot, and
+// pointers from data (every frame-pointer step, and the walk's check that a table step's caller
+// is code, through walk/native_walk.h's StepEnv). Reads the pinned module snapshot, and
 // asks glibc's lock-free _dl_find_object about PCs of libraries loaded since the snapshot.
 #ifndef STACKWALK_SRC_CORE_CODE_MAP_H_
 #define STACKWALK_SRC_CORE_CODE_MAP_H_

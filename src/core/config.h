@@ -1,4 +1,6 @@
-// Picks the native architecture. Architecture #ifs stay here and in the arch_*/context_* files.
+// Picks the native architecture's registers (arch_*.h) and defines STACKWALK_ARCH_<arch>.
+// Architecture #ifs stay here, in context.h (registers from a ucontext_t or the calling
+// function) and in walk/walk_config.h (which walk the architecture family uses).
 #ifndef STACKWALK_SRC_CORE_CONFIG_H_
 #define STACKWALK_SRC_CORE_CONFIG_H_
 

@@ -1,10 +1,13 @@
-// FrameLog: the frames of a thread's last complete CFI walk, with the stack slots each step
-// read, so that the next walk can reuse every frame whose slots still hold the same values
-// ("validated incremental unwinding"; nwind/bytehound reach the same end by patching return
-// addresses, which breaks exceptions and longjmp, while this only reads).
+// FrameLog: the frames of a thread's last complete walk on x86_64 or aarch64 (a CFI walk or a
+// frame-pointer walk, told apart by Tag()), with the stack slots each step read, so that the next
+// walk can reuse every frame whose slots still hold the same values ("validated incremental
+// unwinding"; nwind/bytehound reach the same end by patching return addresses, which breaks
+// exceptions and longjmp, while this only reads). The walk records and replays it
+// (walk/walk_cfi-inl.inc); it lives here, in core, because the thread's RuleCache holds it.
 //
 // Why it is exact: a cached step's result is a function of the frame's (pc, sp, fp), the rule
-// for pc (same module generation) and the slots it reads. Once a new walk reaches a frame whose
+// for pc (same module generation; for a frame-pointer step, the one formula) and the slots it
+// reads. Once a new walk reaches a frame whose
 // (pc, sp, fp) equals a logged one, each following logged frame is what a fresh step would give
 // as long as the slots its predecessor read are unchanged; the first changed slot hands the
 // walk back to ordinary steps.
@@ -162,9 +165,6 @@ class FrameLog {
   }
 
  private:
-  // Sets kFpMatters on log_[from, to) from the flags of the frames after them, and has the
-  // replay check a frame's fp slot only where the fp it restores matters later: code without
-  // frame pointers saves whatever rbp/x29 held, which changes from call to call.
   // Replaces log_[splice_from_, j) by the frames recorded since the divergence, if they are as
   // many and leave the frames before unchanged; otherwise keeps only log_[j, ...).
   void Splice(int j) {
@@ -181,6 +181,9 @@ class FrameLog {
     if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
   }
 
+  // Sets kFpMatters on log_[from, to) from the flags of the frames after them, and has the
+  // replay check a frame's fp slot only where the fp it restores matters later: code without
+  // frame pointers saves whatever rbp/x29 held, which changes from call to call.
   void MarkFpMatters(int from, int to) {
     bool matters = to < kCapacity && (log_[to].flags & kFpMatters) != 0;
     for (int i = to - 1; i >= from; --i) {

@@ -1,12 +1,13 @@
-// RuleCache: a thread's direct-mapped table from (lookup PC) to CompactRule, tagged with the
-// module map generation so that a rebuild after dlopen/dlclose invalidates it. No lock: each
-// thread has its own, and a signal handler that unwinds while its thread is inside the cache
-// bypasses it instead of reading a half-written entry.
+// RuleCache: a thread's table from (lookup PC) to CompactRule (each PC in its slot or the
+// slot's neighbour, see Find()), tagged with the module map generation so that a rebuild after
+// dlopen/dlclose invalidates it, and the thread's FrameLog. No lock: each thread has its own, and
+// a signal handler that unwinds while its thread is inside the cache bypasses it instead of
+// reading a half-written entry.
 //
-// Memory: 64 KiB per thread that unwinds with CFI (kEntries * 32 bytes of rules and a 32 KiB
-// FrameLog), from a fixed pool of kMaxTables tables (16 MiB at most) taken from the mmap arena
-// on first use and given back when the thread exits; a thread that finds the pool empty
-// unwinds uncached.
+// Memory: 64 KiB per thread that unwinds with tables, or with frame pointers on x86_64/aarch64
+// (kEntries * 32 bytes of rules and a 32 KiB FrameLog, checked below), from a fixed pool of
+// kMaxTables tables (16 MiB at most) taken from the mmap arena on first use and given back when
+// the thread exits; a thread that finds the pool empty unwinds uncached.
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
@@ -74,6 +75,8 @@ class RuleCache {
     CompactRule rule;
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
+  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) <= (64 + 1) * 1024,
+                "the per-thread bound documented above");
 
   static constexpr int kNotYet = -2;  // ClaimSlot(): before this library's constructors ran
   static RuleCache* AcquireSlow();

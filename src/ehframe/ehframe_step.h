@@ -25,11 +25,12 @@
 
 namespace stackwalk::internal {
 
-// When `compiled` is not null and the step succeeds with a row a CompactRule can express, the
-// rule is written there (valid = 1) for the caller to cache.
+// When `compiled` is not null and the step succeeds (or ends the stack) with a row, the row
+// compiled to a CompactRule is written there for the caller to cache, or why it is none
+// (RuleError::kNotCompiled when the step reached no row or failed).
 template <class Arch, class Memory, class Locator>
 StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
-                       WalkState* state, CompactRule* compiled = nullptr) {
+                       WalkState* state, CompiledRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
   const uint64_t lookup = CfiLookupPc(pc, state->pc_is_exact);
   EhFrameSection section;
@@ -56,8 +57,8 @@ StepResult EhFrameStep(Regs<Arch>& regs, Memory& memory, const Locator& locator,
   StepResult r =
       ApplyCfiRow<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, regs, memory, state);
   if ((r == StepResult::kOk || r == StepResult::kEndOfStack) && compiled != nullptr) {
-    compiled->valid = 0;
-    CompileCompactRule<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, compiled);
+    compiled->error =
+        CompileCompactRule<Arch>(row, fde.cie.ra_column, fde.cie.signal_frame, &compiled->rule);
   }
   return r;
 }

@@ -25,11 +25,11 @@
 
 namespace stackwalk::internal {
 
-// When `compiled` is not null, a CompactRule for the entry is written there (valid = 1) if the
-// entry is one, for the caller to cache.
+// When `compiled` is not null, the entry compiled to a CompactRule is written there for the
+// caller to cache, or why it is none (RuleError::kNotCompiled when the step failed before).
 template <class Memory, class Locator>
 StepResult ExidxStep(Regs<ArchArm>& regs, Memory& memory, const Locator& locator,
-                     WalkState* state, CompactRule* compiled = nullptr) {
+                     WalkState* state, CompiledRule* compiled = nullptr) {
   const uint64_t pc = regs.pc();
   const uint64_t lookup = EhabiLookupPc(pc, state->pc_is_exact);
   ExidxSection section;
@@ -49,15 +49,14 @@ StepResult ExidxStep(Regs<ArchArm>& regs, Memory& memory, const Locator& locator
       break;
     case ExidxError::kCantUnwind:
       if (compiled != nullptr) {
-        *compiled = CompactRule();
-        compiled->end_of_stack = 1;
-        compiled->valid = 1;
+        compiled->rule = CompactRule::EndOfStack();
+        compiled->error = RuleError::kNone;
       }
       return StepResult::kEndOfStack;  // e.g. _start, thread entry points
     default:
       return StepResult::kInvalidFrame;
   }
-  if (compiled != nullptr && !CompileEhabiRule(ops, compiled)) compiled->valid = 0;
+  if (compiled != nullptr) compiled->error = CompileEhabiRule(ops, &compiled->rule);
   Regs<ArchArm> caller = regs;
   EhabiResult run = ExecuteEhabi(ops, caller, memory);
   if (run.result != StepResult::kOk) return run.result;

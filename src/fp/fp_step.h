@@ -1,4 +1,6 @@
-// FpStep(): one frame-pointer step, from a frame's registers to its caller's.
+// FpStepRecordAtFp(): one frame-pointer step on x86_64 or aarch64, from a frame's registers to
+// its caller's. (The x86_64/aarch64 walk runs the same formula in its own logged loop,
+// walk/walk_cfi-inl.inc, and takes this step where that loop stops.)
 //
 // x86_64 and aarch64 keep a frame record {saved frame pointer, return address} at the frame
 // pointer (psABI §3.6.2, AAPCS64 §6.2.3):
@@ -8,7 +10,7 @@
 // Every step is validated: the record must be aligned, inside a known stack region, at or above
 // the stack pointer (which the previous step set just above the previous record, so the walk
 // climbs strictly and always ends) and within kMaxFrameSize of it, except for one move between
-// regions (off a sigaltstack). The return address must lie in code (CodeMap::IsCode(ra - 1)): a
+// regions (off a sigaltstack). The return address must lie in code (Code::IsCode(ra - 1)): a
 // register that is no frame pointer in code built without them (a sample in libc, the record of
 // a callback called from there) can point at stack words that pass every stack check, and the
 // walk must end there rather than report a data word as a frame. (`ra` itself may be code where

@@ -1,7 +1,10 @@
 // The walk of the native architecture shared by the C API, Capture() and Cursor: method
-// checks, one step with the chosen method, and the loop that fills a PC array.
-#ifndef STACKWALK_SRC_CORE_NATIVE_WALK_H_
-#define STACKWALK_SRC_CORE_NATIVE_WALK_H_
+// checks, one step with the chosen method, and the loop that fills a PC array. It sits above
+// the unwinders (src/fp, src/ehframe, src/exidx) and picks between them; native_walk.cc holds
+// what every architecture family shares, walk_cfi-inl.inc / walk_ehabi-inl.inc the rest
+// (walk_config.h chooses).
+#ifndef STACKWALK_SRC_WALK_NATIVE_WALK_H_
+#define STACKWALK_SRC_WALK_NATIVE_WALK_H_
 
 #include "core/code_map.h"
 #include "core/context.h"
@@ -66,4 +69,4 @@ bool InitStackFor(const NativeRegs& regs, StackMemory* memory);
 
 }  // namespace stackwalk::internal
 
-#endif  // STACKWALK_SRC_CORE_NATIVE_WALK_H_
+#endif  // STACKWALK_SRC_WALK_NATIVE_WALK_H_

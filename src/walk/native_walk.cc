@@ -1,0 +1,153 @@
+// The parts of the native walk every architecture family shares: StepEnv, the generic step loop,
+// the PC emitter and WalkToArray(). The family's own file (walk_config.h picks it) adds
+// CheckMethod(), NativeStep() and the two loops WalkToArray() runs, FpLoop() and TableLoop().
+#include "walk/native_walk.h"
+
+#include <atomic>
+#include <new>
+
+#include "core/proc_maps.h"
+#include "core/rule_cache.h"
+#include "stackwalk/stackwalk.h"
+#include "walk/walk_config.h"
+
+namespace stackwalk::internal {
+namespace {
+
+// A walk that strictly climbs the stack ends by itself; this only bounds the work should a
+// method not climb (signal frames may move anywhere).
+constexpr int kMaxSteps = 1 << 16;
+
+// The executable segment the calling thread's last IsCode() found, tagged with the module map
+// generation it came from. Written generation last, so that a signal handler interrupting the
+// update on this thread sees either the old range or none.
+struct LastCodeRange {
+  uint64_t generation = ~uint64_t{0};
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastCodeRange t_last_code;
+
+void RememberCode(uint64_t lo, uint64_t hi, uint64_t generation) {
+  LastCodeRange& last = t_last_code;
+  last.generation = ~uint64_t{0};
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  last.lo = lo;
+  last.hi = hi;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  last.generation = generation;
+}
+
+}  // namespace
+
+StepEnv::~StepEnv() {
+  if (reader_ != nullptr) reader_->~Reader();
+}
+
+bool StepEnv::IsCode(uint64_t pc) const {
+  const uint64_t generation = ModuleMap::Global().rebuild_count();
+  const LastCodeRange& last = t_last_code;
+  if (last.generation == generation && pc >= last.lo && pc < last.hi) return true;
+  const ModuleSnapshot* snapshot = Snapshot();
+  const Module* m = snapshot != nullptr ? snapshot->Find(pc) : nullptr;
+  if (m != nullptr) {
+    // A known module: its executable segments only.
+    for (int i = 0; i < m->exec_count; ++i) {
+      if (!m->exec[i].Contains(pc)) continue;
+      if (snapshot->generation() == generation) RememberCode(m->exec[i].lo, m->exec[i].hi, generation);
+      return true;
+    }
+    return false;
+  }
+  // Loaded since the snapshot: glibc knows, without a lock.
+  if (CodeMap(snapshot).IsCode(pc)) return true;
+  // Executable memory outside every loaded object (JIT code; qemu-user's signal trampoline):
+  // one /proc/self/maps read, remembered. Values no user mapping can hold are refused first.
+  if (pc < 4096 || pc >= (uint64_t{1} << 48)) return false;
+  Mapping mapping;
+  if (!FindMapping(pc, &mapping) || !mapping.executable) return false;
+  RememberCode(mapping.range.lo, mapping.range.hi, generation);
+  return true;
+}
+
+const ModuleSnapshot* StepEnv::Snapshot() const {
+  if (reader_ == nullptr) reader_ = new (reader_storage_) ModuleMap::Reader(ModuleMap::Global());
+  return reader_->snapshot();
+}
+
+bool InitStackFor(const NativeRegs& regs, StackMemory* memory) {
+  return memory->InitForCurrentThread(regs.sp());
+}
+
+namespace {
+
+// A table step's caller must be code: a wrong rule (a damaged table, a sample where the rules do
+// not hold) reads a data word as the return address, and the walk ends there instead.
+bool CallerInCode(const NativeRegs& regs, const WalkState& state, const StepEnv& env) {
+  return env.IsReturnAddress(regs.pc(), state.pc_is_exact);
+}
+
+// Writes PCs into the caller's array, dropping the first `skip`.
+struct Emitter {
+  void** pcs;
+  int max;
+  int skip;
+  int n = 0;
+  bool full() const { return n >= max; }
+  void Emit(uint64_t pc) {
+    if (skip > 0) {
+      --skip;
+    } else {
+      pcs[n++] = reinterpret_cast<void*>(static_cast<uintptr_t>(NativeArch::ReportedPc(pc)));
+    }
+  }
+};
+
+// The generic loop: any method, one NativeStep at a time.
+void StepLoop(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& env,
+              WalkState& state, Emitter& out) {
+  for (int steps = 0; !out.full() && steps < kMaxSteps; ++steps) {
+    if (NativeStep(method, regs, memory, env, &state) != StepResult::kOk) return;
+    out.Emit(regs.pc());
+  }
+}
+
+}  // namespace
+}  // namespace stackwalk::internal
+
+// CheckMethod(), NativeStep(), FpLoop() and TableLoop() of the native architecture family.
+#include STACKWALK_WALK_INL
+
+namespace stackwalk::internal {
+
+int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, int max,
+                int skip) {
+  StepEnv env;
+  WalkState state;
+  Emitter out{pcs, max, skip};
+  out.Emit(regs.pc());
+  if (method == STACKWALK_FP) {
+    FpLoop(method, regs, memory, env, state, out);
+    return out.n;
+  }
+  const NativeRegs start_regs = regs;
+  const WalkState start_state = state;
+  const Emitter start_out = out;
+  RuleCache* cache = RuleCache::Acquire();
+  bool used_compact = false;
+  StepResult r = TableLoop(method, regs, memory, env, state, out, cache, &used_compact);
+  if (cache != nullptr) cache->Release();
+  if (used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable)) {
+    // A compact rule forgot a register some later frame needed: walk again in full.
+    Emitter full = start_out;
+    NativeRegs full_regs = start_regs;
+    WalkState full_state = start_state;
+    bool unused = false;
+    TableLoop(method, full_regs, memory, env, full_state, full, nullptr, &unused);
+    if (full.n > out.n) out = full;
+    regs = full_regs;
+  }
+  return out.n;
+}
+
+}  // namespace stackwalk::internal
