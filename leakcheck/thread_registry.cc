@@ -10,20 +10,9 @@
 
 namespace stackwalk::leakcheck {
 
-ThreadRegistry::Entry* ThreadRegistry::EntryOf(uint32_t serial) const {
-  if (serial == 0 || serial / kChunk >= kChunks) return nullptr;
-  Entry* chunk = chunks_[serial / kChunk].load(std::memory_order_acquire);
-  return chunk != nullptr ? &chunk[serial % kChunk] : nullptr;
-}
-
 ThreadRegistry::Thread* ThreadRegistry::Slot(uint32_t serial) const {
   Entry* entry = EntryOf(serial);
   return entry != nullptr ? &entry->thread : nullptr;
-}
-
-PeakCounter* ThreadRegistry::LiveBytesOf(uint32_t serial) const {
-  Entry* entry = EntryOf(serial);
-  return entry != nullptr ? &entry->bytes : nullptr;
 }
 
 void ThreadRegistry::ResetLiveBytes() {

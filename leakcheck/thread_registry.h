@@ -31,8 +31,12 @@ class ThreadRegistry {
   void MarkExited(uint32_t serial);
   // A copy of a thread's entry, its name refreshed from /proc if it still runs. False if unknown.
   bool Lookup(uint32_t serial, Thread* out) const;
-  // The live-bytes counter of thread `serial` (allocations it made), or null if unknown.
-  PeakCounter* LiveBytesOf(uint32_t serial) const;
+  // The live-bytes counter of thread `serial` (allocations it made), or null if unknown. Inline:
+  // every recorded allocation and free asks it.
+  PeakCounter* LiveBytesOf(uint32_t serial) const {
+    Entry* entry = EntryOf(serial);
+    return entry != nullptr ? &entry->bytes : nullptr;
+  }
   // Zeroes every thread's counter (a new in-process session).
   void ResetLiveBytes();
   // Records the stack mapping of thread `serial` (the reachability scan's roots).
@@ -56,7 +60,11 @@ class ThreadRegistry {
     PeakCounter bytes;
   };
   Thread* Slot(uint32_t serial) const;
-  Entry* EntryOf(uint32_t serial) const;
+  Entry* EntryOf(uint32_t serial) const {
+    if (serial == 0 || serial / kChunk >= kChunks) return nullptr;
+    Entry* chunk = chunks_[serial / kChunk].load(std::memory_order_acquire);
+    return chunk != nullptr ? &chunk[serial % kChunk] : nullptr;
+  }
 
   std::atomic<Entry*> chunks_[kChunks] = {};
   std::atomic<uint32_t> next_{1};
