@@ -18,36 +18,29 @@ namespace {
 // method not climb (signal frames may move anywhere).
 constexpr int kMaxSteps = 1 << 16;
 
-// The executable segment the calling thread's last IsCode() found, tagged with the module map
-// generation it came from. Written generation last, so that a signal handler interrupting the
-// update on this thread sees either the old range or none.
-struct LastCodeRange {
-  uint64_t generation = ~uint64_t{0};
-  uint64_t lo = 0;
-  uint64_t hi = 0;
-};
-__attribute__((tls_model("initial-exec"))) thread_local LastCodeRange t_last_code;
-
+// Claims a slot of its own (a signal handler interrupting this on the same thread claims
+// another) and writes the tag last, so that a reader on this thread sees the old range or none.
 void RememberCode(uint64_t lo, uint64_t hi, uint64_t generation) {
-  LastCodeRange& last = t_last_code;
-  last.generation = ~uint64_t{0};
+  const unsigned slot = __atomic_fetch_add(&t_last_code.next, 1u, __ATOMIC_RELAXED);
+  LastCodeRange& last = t_last_code.range[slot % LastCodeRanges::kCount];
+  last.tag = 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   last.lo = lo;
   last.hi = hi;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  last.generation = generation;
+  last.tag = generation + 1;
 }
 
 }  // namespace
+
+__attribute__((tls_model("initial-exec"))) thread_local LastCodeRanges t_last_code;
 
 StepEnv::~StepEnv() {
   if (reader_ != nullptr) reader_->~Reader();
 }
 
-bool StepEnv::IsCode(uint64_t pc) const {
-  const uint64_t generation = ModuleMap::Global().rebuild_count();
-  const LastCodeRange& last = t_last_code;
-  if (last.generation == generation && pc >= last.lo && pc < last.hi) return true;
+bool StepEnv::IsCodeSlow(uint64_t pc) const {
+  const uint64_t generation = Generation();
   const ModuleSnapshot* snapshot = Snapshot();
   const Module* m = snapshot != nullptr ? snapshot->Find(pc) : nullptr;
   if (m != nullptr) {

@@ -17,6 +17,22 @@
 
 namespace stackwalk::internal {
 
+// The executable segments the calling thread's last IsCode() lookups found, each tagged with the
+// module map generation it came from plus one (0: empty). A walk from an allocation hook crosses
+// the checker, the program and libc, so one remembered range missed twice a walk; four do not.
+// Trivial, so that StepEnv::IsCode reads it inline.
+struct LastCodeRange {
+  uint64_t tag;
+  uint64_t lo;
+  uint64_t hi;
+};
+struct LastCodeRanges {
+  static constexpr int kCount = 4;
+  LastCodeRange range[kCount];
+  unsigned next;  // the slot RememberCode claims next (an atomic add: signal handlers nest)
+};
+extern __attribute__((tls_model("initial-exec"))) thread_local LastCodeRanges t_last_code;
+
 // What a step reads besides the stack: the module snapshot, pinned on first use only, so that
 // a frame-pointer walk on x86_64/aarch64 touches it only to check the return addresses of frames
 // the thread's frame log does not know yet. One per walk, or per Cursor::Step.
@@ -29,10 +45,16 @@ class StepEnv {
   StepEnv& operator=(const StepEnv&) = delete;
 
   CodeMap code() const { return CodeMap(Snapshot()); }
-  // CodeMap::IsCode(pc), answered first from the calling thread's last code range (an
-  // executable segment of one module, for the current module map generation) without pinning
-  // the snapshot: most return addresses of a walk fall in a few modules.
-  bool IsCode(uint64_t pc) const;
+  // CodeMap::IsCode(pc), answered first from the calling thread's last code ranges (executable
+  // segments, for the current module map generation) without pinning the snapshot: most return
+  // addresses of a walk fall in a few modules.
+  bool IsCode(uint64_t pc) const {
+    const uint64_t tag = Generation() + 1;
+    for (const LastCodeRange& last : t_last_code.range) {
+      if (last.tag == tag && pc - last.lo < last.hi - last.lo) return true;
+    }
+    return IsCodeSlow(pc);
+  }
   // Whether a caller's pc lies in code: the call before a return address (pc - 1), or pc
   // itself when exact or at the start of a code range (a signal trampoline the handler returns
   // to, which begins a page of its own under qemu-user).
@@ -44,6 +66,17 @@ class StepEnv {
 
  private:
   const ModuleSnapshot* Snapshot() const;
+  bool IsCodeSlow(uint64_t pc) const;
+  // The module map generation, read once per walk: the remembered ranges are tagged with it.
+  uint64_t Generation() const {
+    if (!have_generation_) {
+      generation_ = ModuleMap::Global().rebuild_count();
+      have_generation_ = true;
+    }
+    return generation_;
+  }
+  mutable bool have_generation_ = false;
+  mutable uint64_t generation_ = 0;
 
   mutable ModuleMap::Reader* reader_ = nullptr;
   alignas(ModuleMap::Reader) mutable unsigned char reader_storage_[sizeof(ModuleMap::Reader)];
