@@ -2,11 +2,11 @@
 // (nothing points to them: LeakSanitizer's and valgrind's "definitely" and "indirectly lost")
 // from memory still reachable at the report. Roots (MarkReachable): the writable segments of
 // every loaded object, the calling thread's stack above `stack_pointer`, and the stacks of the
-// other running threads as the registry noted them (recording notes a thread's stack at its first
-// allocation when the scan is configured). Conservative (every aligned word pointing into a
-// block, interior pointers included) and best effort: the other threads are not stopped and
-// their registers are not seen, threads that never allocated are not known, and anonymous
-// mappings, the main thread's static TLS and dynamic TLS blocks are not roots.
+// other running threads as the registry noted them (recording notes a thread's stack at its
+// first recorded allocation when the scan is configured). Conservative (every aligned word
+// pointing into a block, interior pointers included) and best effort: the other threads are not
+// stopped and their registers are not seen, threads with no recorded allocation are not known,
+// and anonymous mappings, the main thread's static TLS and dynamic TLS blocks are not roots.
 // ReachabilityMarker is the scan itself, over roots its caller chooses.
 #ifndef STACKWALK_LEAKCHECK_REACHABILITY_H_
 #define STACKWALK_LEAKCHECK_REACHABILITY_H_

@@ -22,7 +22,8 @@ class Arena {
   static Arena& Global();
 
   // Returns `size` zeroed bytes aligned to `align` (a power of two, at most 4096), or nullptr
-  // if mmap fails. Requests larger than a chunk get a mapping of their own.
+  // if mmap fails (or `align` is not one). Requests larger than a quarter of a chunk get a
+  // mapping of their own, so that one does not waste most of a chunk.
   // Signal safety: async-signal-safe (atomics and mmap; no lock, no malloc).
   void* Allocate(size_t size, size_t align);
 

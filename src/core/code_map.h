@@ -13,10 +13,12 @@ namespace stackwalk::internal {
 
 class CodeMap {
  public:
-  // `snapshot` may be null (before the first build): then any address outside the stack counts
-  // as code, and validation rests on the stack checks alone.
+  // `snapshot` may be null (before the first build): then any nonzero address counts as code,
+  // and validation rests on the stack checks alone.
   explicit CodeMap(const ModuleSnapshot* snapshot) : snapshot_(snapshot) {}
 
+  // True if `pc` lies in an executable segment of a snapshot module, or, for an object loaded
+  // since, anywhere in it (_dl_find_object knows objects, not segments). 0 is never code.
   // Signal safety: async-signal-safe.
   bool IsCode(uint64_t pc) const;
 

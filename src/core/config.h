@@ -1,6 +1,8 @@
 // Picks the native architecture's registers (arch_*.h) and defines STACKWALK_ARCH_<arch>.
-// Architecture #ifs stay here, in context.h (registers from a ucontext_t or the calling
-// function) and in walk/walk_config.h (which walk the architecture family uses).
+// The unwinders' architecture #ifs stay here, in context.h (registers from a ucontext_t or the
+// calling function) and in walk/walk_config.h (which walk the architecture family uses); outside
+// the unwinders, elf_image.cc (ARM's Thumb bit in symbol values) and leakcheck/got_patch.cc
+// (relocation types) test the compiler's macros themselves.
 #ifndef STACKWALK_SRC_CORE_CONFIG_H_
 #define STACKWALK_SRC_CORE_CONFIG_H_
 

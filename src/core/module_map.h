@@ -1,8 +1,9 @@
 // ModuleMap: an immutable snapshot of the loaded objects (executable, libraries, vDSO) with what
 // the unwinders, the symbolizer and the leak checker need of each, swapped atomically when
-// dlopen/dlclose changed the loaded set: the library's one list of loaded objects (its one
-// dl_iterate_phdr walk) and its one history of unloaded ones. Readers never lock; only
-// Refresh*() (never from a signal handler) builds.
+// dlopen/dlclose changed the loaded set: the library's one list of loaded objects and its one
+// history of unloaded ones (the leak checker's reachability scan still walks dl_iterate_phdr
+// itself, for writable segments). Readers never lock; only Refresh*() (never from a signal
+// handler) builds.
 #ifndef STACKWALK_SRC_CORE_MODULE_MAP_H_
 #define STACKWALK_SRC_CORE_MODULE_MAP_H_
 

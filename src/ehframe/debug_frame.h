@@ -24,12 +24,14 @@ class DebugFrameRegistry {
   int LoadForLoadedObjects();
 
   // Loads the .debug_frame of the file at `path`, loaded at `load_bias`, whose lowest mapped
-  // address is `object_start`. Returns true if it registered a table.
+  // address is `object_start`. Returns true if it registered a table: false when the file has
+  // none, a table for `object_start` is already registered, or kMaxTables are.
   // Signal safety: NOT async-signal-safe.
   bool Load(const char* path, uint64_t load_bias, uint64_t object_start);
 
-  // The FDE covering `pc`, and the section to parse it in. Tables of objects that were
-  // unloaded since are never used. Signal safety: async-signal-safe.
+  // The FDE covering `pc`, and the section to parse it in. Where glibc has _dl_find_object,
+  // a table whose object was unloaded since (or replaced at its address) is not used; elsewhere
+  // tables are never dropped. Signal safety: async-signal-safe.
   bool Find(uint64_t pc, EhFrameSection* section, uint64_t* fde) const;
 
   int table_count() const { return count_.load(std::memory_order_acquire); }

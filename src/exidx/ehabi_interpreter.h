@@ -21,7 +21,7 @@ struct EhabiResult {
   uint64_t pc_slot = 0;       // where r15 was popped from
 };
 
-// A frame's opcodes never need more than this many bytes; hostile tables are cut off.
+// A frame never needs this many opcodes (operand bytes not counted); hostile tables are cut off.
 inline constexpr int kMaxEhabiOpcodes = 1024;
 
 template <class Memory>

@@ -1,6 +1,6 @@
 // JsonString(): a string as a JSON string literal, for the parts of the leak report's JSON that
-// report.cc still writes by concatenation (its frames, the symbolizer's and stackwalk-symbolize's
-// JSON are nlohmann-json's: format/frame_json.h).
+// leakcheck/report_render_json.cc writes as text (its frames, like the symbolizer's and
+// stackwalk-symbolize's, are nlohmann-json's: format/frame_json.h).
 #ifndef STACKWALK_SRC_FORMAT_JSON_STRING_H_
 #define STACKWALK_SRC_FORMAT_JSON_STRING_H_
 

@@ -14,7 +14,7 @@ namespace stackwalk::internal {
 void DemangleSignalSafe(const char* name, char* out, size_t size) {
   if (size == 0) return;
 #if defined(STACKWALK_HAVE_ABSL_DEMANGLE)
-  if (name[0] == '_' && name[1] == 'Z' &&
+  if (IsItaniumMangled(name) &&
       absl::debugging_internal::Demangle(name, out, static_cast<int>(size))) {
     return;
   }
@@ -25,7 +25,7 @@ void DemangleSignalSafe(const char* name, char* out, size_t size) {
 }
 
 std::string Demangle(const char* name) {
-  if (name[0] != '_' || name[1] != 'Z') return name;
+  if (!IsItaniumMangled(name)) return name;
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || demangled == nullptr) return name;

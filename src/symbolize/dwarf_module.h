@@ -27,6 +27,8 @@ namespace stackwalk::internal {
 struct DwarfFrame {
   std::string function;  // demangled; empty if unknown
   std::string linkage;   // the mangled name if the function has one, else its plain name
+  // DWARF's name is the linkage name, as binutils counts it: a DW_AT_linkage_name, or a plain
+  // name in a language that does not mangle (C, assembly). Else a symbol may name it better.
   bool has_linkage = false;
   uint64_t function_entry = 0;  // the function's (or inlined call's) lowest address
   bool entry_is_low_pc = false;  // function_entry is its DW_AT_low_pc (not a range's start)

@@ -263,7 +263,7 @@ bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, uint32_t* file, Candi
       sym.st_shndx == SHN_UNDEF || sym.st_name == 0) {
     return false;
   }
-  // Names stay string-table offsets here (see ResolveNames): a lookup resolves only the few it
+  // Names stay string-table offsets here (NameAt resolves them): a lookup resolves only the few it
   // keeps.
   *name = sym.st_name;
   c->value = sym.st_value;

@@ -13,7 +13,7 @@ namespace stackwalk::internal {
 // What the symbol tables say of one PC. Offsets are of the address looked up: the PC itself,
 // or pc - 1 (inside the call) for a return address.
 struct SafeFrame {
-  char function[512] = {};     // demangled; empty if unknown
+  char function[512] = {};     // demangled, symbol version cut; empty if unknown
   uint64_t function_offset = 0;
   const char* module = "";     // full path (the main executable's from /proc/self/exe; "[vdso]");
                                // "" if unknown. Lives while the module map snapshot does (hold a
@@ -34,8 +34,9 @@ class SafeSymbolizer {
   static SafeSymbolizer& Global();
 
   // Fills `out` for `pc`; a return address (every frame but an interrupted one) is looked up
-  // at pc - 1, and out's offsets are those of pc - 1. Signal safety: async-signal-safe (opens and maps files on first use of an
-  // object, then reuses them), but not reentrant: callers serialize.
+  // at pc - 1, and out's offsets are those of pc - 1. Signal safety: async-signal-safe (opens
+  // and maps files on first use of an object, then reuses them), but not reentrant: callers
+  // serialize (the crash handler lets one thread report).
   void Describe(uint64_t pc, bool is_return_address, SafeFrame* out);
 
  private:

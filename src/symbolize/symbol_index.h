@@ -3,7 +3,8 @@
 // functions; large C++ programs have hundreds of thousands). Answers exactly as
 // ElfImage::Lookup: the smallest symbol containing the address (best binding, then table order,
 // among equals), else the nearest function below it in the same section if it has no size and
-// its FDE reaches the address; .symtab before .dynsym. Not signal-safe (it allocates); the crash handler's path uses ElfImage::Lookup.
+// its FDE reaches the address; .symtab before .dynsym. Not signal-safe (it allocates); the crash
+// handler's path uses ElfImage::Lookup.
 #ifndef STACKWALK_SRC_SYMBOLIZE_SYMBOL_INDEX_H_
 #define STACKWALK_SRC_SYMBOLIZE_SYMBOL_INDEX_H_
 

@@ -6,7 +6,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -153,15 +152,17 @@ struct Symbolizer::Impl {
   }
 
   // FrameNaming::kStackwalk (symbolizer.h). The symbol table names the outermost (not inlined)
-  // function where DWARF has nothing, or only a bare DW_AT_name for what the symbol table has as
-  // a qualified C++ name (a function in an anonymous namespace has no linkage name in DWARF). C
-  // names stay DWARF's: the symbol there may be a versioned alias (__libc_start_main@@GLIBC_2.34
-  // for __libc_start_main_impl).
+  // function where DWARF has nothing, or only a bare DW_AT_name (no has_linkage: a C++ unit's
+  // function in an anonymous namespace) for what the symbol table has at the function's entry as
+  // a C++ name (IsItaniumMangled). C names stay DWARF's, extern "C" ones in C++ units too: the
+  // symbol there may be a versioned alias (__libc_start_main@@GLIBC_2.34 for
+  // __libc_start_main_impl).
   static void NameAsStackwalk(Object* object, uint64_t address, std::vector<DwarfFrame>* frames) {
     SymbolHit hit;
     const bool unnamed = frames->empty() || frames->back().function.empty();
     if ((unnamed || !frames->back().has_linkage) && object->LookupSymbol(address, &hit) &&
-        (unnamed || (hit.value == frames->back().function_entry && std::strncmp(hit.name, "_Z", 2) == 0))) {
+        (unnamed || (hit.value == frames->back().function_entry &&
+                     internal::IsItaniumMangled(hit.name)))) {
       NameFromSymbol(hit, frames, frames->empty() ? nullptr : &frames->back());
     }
   }
