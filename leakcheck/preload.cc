@@ -1,6 +1,7 @@
 // libstackwalk_leakcheck.so, for LD_PRELOAD: exports every malloc-family entry point and every
 // operator new/delete form, recording around glibc's own __libc_* allocator (so the hooks never
-// call themselves and need no dlsym), and dlclose, to remember what it unloads.
+// call themselves and the allocation hooks need no dlsym), and dlclose (found with
+// dlsym(RTLD_NEXT)), to remember what it unloads.
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/syscall.h>
