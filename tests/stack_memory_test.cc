@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -111,6 +113,126 @@ TEST_P(AltStack, HandlerOnAltStackReadsBothStacks) {
 
 INSTANTIATE_TEST_SUITE_P(Cache, AltStack, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Cold" : "Warm"; });
+
+// ---- VerifyPages: a region holds only the pages checked readable ----
+
+constexpr uint64_t kPage = 4096;
+constexpr int kPages = 96;  // more than the first batch checked ahead, and its double
+
+enum class Hole { kProtNone, kUnmapped };
+
+// A stand-in stack of kPages pages with one page made inaccessible, checked both ways: with the
+// one-call range check where the kernel has it, and page by page.
+class VerifiedPages : public ::testing::TestWithParam<std::tuple<Hole, bool>> {
+ protected:
+  void SetUp() override {
+    StackMemory::UseRangeCheckForTesting(std::get<1>(GetParam()));
+    void* p = mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    base_ = reinterpret_cast<uintptr_t>(p);
+    for (int i = 0; i < kPages; ++i) reinterpret_cast<volatile uint64_t*>(base_ + i * kPage)[0] = i;
+  }
+  void TearDown() override {
+    munmap(reinterpret_cast<void*>(base_), kPages * kPage);
+    StackMemory::UseRangeCheckForTesting(true);
+  }
+  void MakeHole(int page) {
+    void* at = reinterpret_cast<void*>(base_ + page * kPage);
+    if (std::get<0>(GetParam()) == Hole::kProtNone) {
+      ASSERT_EQ(mprotect(at, kPage, PROT_NONE), 0);
+    } else {
+      ASSERT_EQ(munmap(at, kPage), 0);
+    }
+  }
+  // A StackMemory over the whole mapping, verifying pages from `sp_page` on.
+  void Start(StackMemory* mem, int sp_page) {
+    ASSERT_TRUE(mem->AddRegion({base_, base_ + kPages * kPage}));
+    mem->VerifyPages(base_ + sp_page * kPage + 8);
+  }
+  bool ReadPage(StackMemory& mem, int page, uint64_t* v) {
+    return mem.Read(base_ + page * kPage, v, sizeof(*v));
+  }
+  uintptr_t base_ = 0;
+};
+
+TEST_P(VerifiedPages, EveryPageReadsWithoutAHole) {
+  StackMemory mem;
+  Start(&mem, 2);
+  for (int i = 2; i < kPages; ++i) {
+    uint64_t v = ~0ull;
+    ASSERT_TRUE(ReadPage(mem, i, &v)) << "page " << i;
+    EXPECT_EQ(v, static_cast<uint64_t>(i));
+  }
+  // Below the first read too (the gap is checked).
+  uint64_t v;
+  EXPECT_TRUE(ReadPage(mem, 0, &v));
+  EXPECT_EQ(mem.region(0).lo, base_);
+  EXPECT_EQ(mem.region(0).hi, base_ + kPages * kPage);
+}
+
+// The hole inside the pages the first read checks ahead of itself: the pages below it still read,
+// the hole and everything past it (one range) do not, and nothing faults.
+TEST_P(VerifiedPages, HoleJustAboveTheFirstRead) {
+  MakeHole(5);
+  StackMemory mem;
+  Start(&mem, 2);
+  uint64_t v;
+  for (int i = 2; i < 5; ++i) EXPECT_TRUE(ReadPage(mem, i, &v)) << "page " << i;
+  EXPECT_FALSE(ReadPage(mem, 5, &v));
+  EXPECT_FALSE(ReadPage(mem, 6, &v));
+  EXPECT_FALSE(ReadPage(mem, 60, &v));
+  EXPECT_LE(mem.region(0).hi, base_ + 5 * kPage);
+  EXPECT_EQ(mem.RegionOf(base_ + 5 * kPage + 16), -1);
+}
+
+// The hole far above: reached late, after the region grew over many pages in batches.
+TEST_P(VerifiedPages, HoleJustBelowAFrameReachedLate) {
+  MakeHole(70);
+  StackMemory mem;
+  Start(&mem, 0);
+  uint64_t v;
+  for (int i = 0; i < 70; ++i) {
+    ASSERT_TRUE(ReadPage(mem, i, &v)) << "page " << i;
+    EXPECT_EQ(v, static_cast<uint64_t>(i));
+  }
+  // A read spanning the last good page and the hole.
+  EXPECT_FALSE(mem.Read(base_ + 70 * kPage - 4, &v, sizeof(v)));
+  EXPECT_FALSE(ReadPage(mem, 71, &v));
+  EXPECT_EQ(mem.region(0).hi, base_ + 70 * kPage);
+}
+
+// A read far above the checked pages (a frame pointer jumping up) checks the gap: a hole in it
+// refuses the read, though the read's own page is fine.
+TEST_P(VerifiedPages, JumpOverAHoleIsRefused) {
+  MakeHole(30);
+  StackMemory mem;
+  Start(&mem, 0);
+  uint64_t v;
+  EXPECT_FALSE(ReadPage(mem, 50, &v));
+  EXPECT_TRUE(ReadPage(mem, 29, &v));
+  EXPECT_FALSE(ReadPage(mem, 30, &v));
+}
+
+// The hole below the first read: reads below the checked pages check their own pages.
+TEST_P(VerifiedPages, HoleBelowTheFirstRead) {
+  MakeHole(10);
+  StackMemory mem;
+  Start(&mem, 12);
+  uint64_t v;
+  EXPECT_TRUE(ReadPage(mem, 11, &v));
+  EXPECT_FALSE(ReadPage(mem, 10, &v));
+  EXPECT_FALSE(ReadPage(mem, 3, &v));
+  EXPECT_TRUE(ReadPage(mem, 80, &v));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Holes, VerifiedPages,
+    ::testing::Combine(::testing::Values(Hole::kProtNone, Hole::kUnmapped), ::testing::Bool()),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param) == Hole::kProtNone ? "ProtNone" : "Unmapped") +
+             (std::get<1>(info.param) ? "RangeCheck" : "PageByPage");
+    });
 
 }  // namespace
 }  // namespace stackwalk::internal

@@ -6,8 +6,10 @@
 // The cached bounds hold while the thread's stack mapping stays as it was. A walk from a signal
 // context may meet a stack that changed since (a page in the middle made PROT_NONE or unmapped,
 // a coroutine's stack freed and another mapped over part of it): after VerifyPages() each
-// region is only the pages the walk has probed (one syscall per page, the first time the walk
-// reads it), and grows as the walk reads on.
+// region is only the pages checked readable so far, and grows as the walk reads on. A read past
+// them checks its own pages and, where one madvise(MADV_POPULATE_READ) call can check a range,
+// as many pages again above them (a walk reads upward); elsewhere (qemu-user, kernels before
+// 5.14, seccomp filters refusing it) one rt_sigprocmask call per page, only the pages read.
 #ifndef STACKWALK_SRC_CORE_STACK_MEMORY_H_
 #define STACKWALK_SRC_CORE_STACK_MEMORY_H_
 
@@ -61,8 +63,8 @@ class StackMemory {
   // Adds a region by hand (snapshots, tests). Returns false when full.
   bool AddRegion(AddressRange range);
 
-  // From now on, reads are checked page by page as described above; the region holding `sp`
-  // starts as its page. Signal safety: async-signal-safe.
+  // From now on, reads are checked as described above; the region holding `sp` starts as the
+  // pages checked for the read at `sp`. Signal safety: async-signal-safe (syscalls only).
   void VerifyPages(uint64_t sp);
   // Most pages one read may probe to grow a region (a frame of at most kMaxFrameSize).
   static constexpr uint64_t kMaxProbePages = 1024;
@@ -97,12 +99,16 @@ class StackMemory {
 
   // Forgets the calling thread's cached stack bounds (tests).
   static void ResetThreadCacheForTesting();
+  // Checks pages one at a time, as where the one-call check is not trusted (false), or goes
+  // back to finding out whether it is (true) (tests).
+  static void UseRangeCheckForTesting(bool use);
 
  private:
   bool DiscoverThreadStack(uint64_t addr);
   bool InitSlow(uint64_t sp);
-  // Probes the pages of [addr, addr + size) the region whose bounds hold it has not probed yet,
-  // and grows that region over them. False if a page is not readable (or too many).
+  // Checks the pages of [addr, addr + size) the region whose bounds hold it has not checked yet
+  // (and the gap to them, and some above), and grows that region over them. False if a page the
+  // read needs is not readable (or too many).
   bool Grow(uint64_t addr, size_t size);
 
   // The calling thread's stack, found once. Initial-exec TLS: a dlopen'ed libstackwalk lives in
@@ -110,7 +116,7 @@ class StackMemory {
   // may malloc).
   __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange thread_stack_{};
 
-  AddressRange regions_[kMaxRegions];  // after VerifyPages(): the probed pages of each bound
+  AddressRange regions_[kMaxRegions];  // after VerifyPages(): the checked pages of each bound
   AddressRange bounds_[kMaxRegions];   // the regions as found, when verifying pages
   int count_ = 0;
   bool discover_on_miss_ = false;
