@@ -35,7 +35,7 @@ void* MapZeroed(size_t size) {
 
 uint32_t StackTable::FindIn(const Stack* s, uint64_t hash, void* const* pcs, int n) {
   for (; s != nullptr; s = s->next) {
-    if (s->hash == hash && s->n == n && std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0) {
+    if (s->hash == hash && s->n == n && (n == 0 || std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0)) {
       return s->id;
     }
   }
@@ -76,7 +76,7 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   if (s == nullptr) return kNoStack;
   s->hash = hash;
   s->n = n;
-  std::memcpy(s->pcs, pcs, sizeof(void*) * n);
+  if (n > 0) std::memcpy(s->pcs, pcs, sizeof(void*) * n);  // an empty stack may come as null
   uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
   if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
   std::atomic<Stack**>& chunk = ids_[id / kIdChunk];
