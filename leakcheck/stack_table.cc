@@ -35,7 +35,8 @@ void* MapZeroed(size_t size) {
 
 uint32_t StackTable::FindIn(const Stack* s, uint64_t hash, void* const* pcs, int n) {
   for (; s != nullptr; s = s->next) {
-    if (s->hash == hash && s->n == n && (n == 0 || std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0)) {
+    if (s->hash == hash && s->n == n &&
+        (n == 0 || std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0)) {
       return s->id;
     }
   }
