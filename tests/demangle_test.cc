@@ -32,8 +32,11 @@ std::string SymbolNameOf(const void* address) {
   ElfImage image;
   if (!image.Open("/proc/self/exe")) return "";
   SymbolHit hit;
-  const uint64_t link_time = reinterpret_cast<uintptr_t>(address) - map->l_addr;
-  if (!image.Lookup(link_time, &hit) || hit.value != link_time) return "";
+  uint64_t link_time = reinterpret_cast<uintptr_t>(address) - map->l_addr;
+#if defined(__arm__)
+  link_time &= ~uint64_t{1};  // a Thumb function's address carries the Thumb bit
+#endif
+  if (!image.Lookup(link_time, &hit) || (hit.value & ~uint64_t{1}) != link_time) return "";
   return hit.name;
 }
 
