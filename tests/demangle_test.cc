@@ -34,9 +34,10 @@ std::string SymbolNameOf(const void* address) {
   SymbolHit hit;
   uint64_t link_time = reinterpret_cast<uintptr_t>(address) - map->l_addr;
 #if defined(__arm__)
-  link_time &= ~uint64_t{1};  // a Thumb function's address carries the Thumb bit
+  link_time &= ~uint64_t{1};  // a Thumb function's address carries the Thumb bit; ElfImage's
+                              // symbol values do not (its code starts at the even address)
 #endif
-  if (!image.Lookup(link_time, &hit) || (hit.value & ~uint64_t{1}) != link_time) return "";
+  if (!image.Lookup(link_time, &hit) || hit.value != link_time) return "";
   return hit.name;
 }
 
