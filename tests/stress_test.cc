@@ -485,9 +485,19 @@ TEST(Stress, ProfilingTimerSamplesWhileTheProgramMallocsLoadsRecursesAndSorts) {
   itimerspec every{{0, 100000}, {0, 100000}};  // 10 kHz
   ASSERT_EQ(timer_settime(timer, 0, &every, nullptr), 0);
 
+  // The set time at least, then on until enough samples were taken for ~100 to land in the
+  // fixture's functions (about one in 20 does): a loaded machine or qemu takes fewer a second.
+  // Bounded, so that a machine too slow for that fails the count below instead of hanging.
+  constexpr int kEnoughSamples = 4000;
   const auto deadline = Deadline(StressSeconds());
+  const auto hard_deadline = Deadline(8 * StressSeconds());
   long rounds = 0;
-  for (; std::chrono::steady_clock::now() < deadline; ++rounds) g_sink += prof_round(entry, rounds);
+  for (;; ++rounds) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= hard_deadline) break;
+    if (now >= deadline && g_claimed.load(std::memory_order_relaxed) >= kEnoughSamples) break;
+    g_sink += prof_round(entry, rounds);
+  }
 
   timer_delete(timer);
   sigaction(SIGPROF, &old, nullptr);
