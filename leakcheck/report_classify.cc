@@ -16,7 +16,7 @@ std::vector<Verdict> ClassifyBlocks(Allocation* blocks, size_t n, bool scan,
   const std::vector<uint8_t> reachable =
       MarkReachable(blocks, n, threads, self_serial, stack_pointer);
   for (size_t i = 0; i < n && i < reachable.size(); ++i) {
-    verdicts[i] = reachable[i] ? Verdict::kReachable : Verdict::kUnreachable;
+    verdicts[i] = reachable[i] ? Verdict::kReachable : Verdict::kDirect;
   }
   return verdicts;
 }

@@ -7,7 +7,7 @@
 namespace stackwalk::leakcheck {
 namespace {
 
-constexpr size_t kVerdicts = static_cast<size_t>(Verdict::kReachable) + 1;
+constexpr size_t kVerdicts = kVerdictCount;
 
 // The exit report runs inside exit(), from one of its exit handlers: the blocks of glibc's list
 // of exit handlers (__new_exitfn adds one per 32 atexit/__cxa_atexit registrations, which a C++

@@ -19,18 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "leakcheck/scan/verdict.h"
 #include "stackwalk/symbolizer.h"  // SymbolizedFrame only
 
 namespace stackwalk::leakcheck {
 
-// What the classify stage decided about a block. Without a scan every live block is kLive (the
-// default report: every block still allocated). A finer split (direct / indirect leaks) adds
-// values here and the renderers print them.
-enum class Verdict : uint8_t {
-  kLive,         // not classified: no reachability scan ran
-  kUnreachable,  // no chain of pointers from the roots reaches it
-  kReachable,    // a chain of pointers from the roots reaches it
-};
 
 // One allocation stack as the report shows it: the program's frames (the checker's own hook
 // frames left out), innermost first, and their names (empty until the name stage ran).

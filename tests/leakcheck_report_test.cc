@@ -86,9 +86,9 @@ TEST(LeakReportGroup, AtExitTheExitHandlersListIsNotALeak) {
 }
 
 TEST(LeakReportGroup, ReachableBlocksAreCountedNotShown) {
-  const std::vector<Verdict> verdicts = {Verdict::kReachable,   Verdict::kUnreachable,
-                                         Verdict::kUnreachable, Verdict::kReachable,
-                                         Verdict::kReachable,   Verdict::kUnreachable};
+  const std::vector<Verdict> verdicts = {Verdict::kReachable,   Verdict::kDirect,
+                                         Verdict::kDirect, Verdict::kReachable,
+                                         Verdict::kReachable,   Verdict::kDirect};
   LeakReport report;
   GroupBlocks(kBlocks.data(), kBlocks.size(), verdicts, Stacks(), false, &report);
   EXPECT_EQ(report.entries.size(), 5u);  // stack 1 has blocks of both verdicts

@@ -1,0 +1,55 @@
+// RunCheck: one leak check, the scan's driver. With the report lock, the loader lock (inside a
+// dl_iterate_phdr callback: no stopped thread can hold it) and every table lock held — the hooks'
+// gate: a thread that was not stopped and allocates or frees waits in Record/Unrecord — it stops
+// the world, copies the live table, reads the maps, collects the roots and marks; then it resumes
+// the world, lets go of the locks and splits the unreached blocks into direct and indirect leaks.
+// The caller's async signals stay blocked throughout (a program's handler could malloc).
+#ifndef STACKWALK_LEAKCHECK_SCAN_CHECK_H_
+#define STACKWALK_LEAKCHECK_SCAN_CHECK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leakcheck/allocation_table.h"
+#include "leakcheck/scan/roots.h"
+#include "leakcheck/scan/stop_world.h"
+#include "leakcheck/scan/verdict.h"
+
+namespace stackwalk::leakcheck {
+
+struct State;
+
+struct CheckRequest {
+  StopRequest stop = StopRequest::kAuto;
+  int stop_timeout_ms = 1000;
+  RootOptions roots;
+};
+
+struct UnstoppedThread {
+  int32_t tid = 0;
+  const char* why = "";
+};
+
+struct CheckOutcome {
+  std::vector<Allocation> blocks;  // the live blocks, sorted by address
+  std::vector<Verdict> verdicts;   // one per block
+  StopMethod method = StopMethod::kNone;
+  std::string fallback_reason;     // why ptrace was not used ("" if it was, or was not asked for)
+  size_t stopped_threads = 0;
+  std::vector<UnstoppedThread> unstopped;
+  uint64_t root_bytes[kRootKindCount] = {};
+  uint64_t pause_ns = 0;           // threads stopped
+  uint64_t check_ns = 0;           // the whole check
+  bool complete = false;           // false: the scan could not finish; no block is called a leak
+  std::string error;               // why, when not complete
+};
+
+// Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized). False (with
+// out->error) if no check could run; out->blocks and verdicts (all kLive) are filled anyway.
+bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_SCAN_CHECK_H_
