@@ -1,6 +1,6 @@
-// WriteReport: the leak report's driver. It runs the stages of report_model.h in order —
-// collect, classify, name, group and filter, render, output — each in a file of its own, and
-// hands the model from one to the next.
+// The leak report's driver. BuildReport runs the stages of report_model.h that make the model —
+// collect, classify, name, group and filter — each in a file of its own; WriteReport renders it
+// and writes it out.
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,17 +24,14 @@ SpinLock& ReportLock() {
   return lock;
 }
 
-ReportTotals WriteReport(State& state, const char* occasion) {
+LeakReport BuildReport(State& state, const char* occasion, int number,
+                       std::unique_ptr<FrameNamer>* namer) {
   // Where the reachability scan starts on this thread's stack: above this frame's callees, which
   // hold the scan's own copies of block addresses.
   const int stack_mark = 0;
-  static int reports_written = 0;
-  SpinLockHolder hold(ReportLock());
   const Options& options = state.options;
-
   LeakReport report;
-  CollectHeader(state, occasion, reports_written + 1, &report);
-  std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
+  CollectHeader(state, occasion, number, &report);
   {
     LiveSnapshot live(state.allocations);
     const std::vector<Verdict> verdicts =
@@ -42,14 +39,21 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                        KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
     // Every stack is named before the tallies: at exit some are not the program's.
     std::vector<NamedStack> stacks = CollectStacks(live.begin(), live.size(), state.stacks);
-    report.naming_error =
-        NameStacks(&stacks, state.closed.load(std::memory_order_acquire), &namer);
+    report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
     GroupBlocks(live.begin(), live.size(), verdicts, stacks, report.at_exit, &report);
   }
   report.summary.scanned = options.unreachable_only;
   FilterEntries(options.libraries, options.ignore_libraries, &report);
   LabelThreads(state.threads, &report);
+  return report;
+}
 
+ReportTotals WriteReport(State& state, const char* occasion) {
+  static int reports_written = 0;
+  SpinLockHolder hold(ReportLock());
+  const Options& options = state.options;
+  std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
+  const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer);
   const std::string text =
       options.json ? RenderJson(report)
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/live_bytes.h"
@@ -17,6 +18,8 @@
 namespace stackwalk::leakcheck {
 
 class ClosedModules;
+class FrameNamer;
+struct LeakReport;
 
 // What the allocation hooks read of the options, each on its own: a hook that began in one
 // in-process session may still be running when the next Start() publishes new options.
@@ -65,6 +68,13 @@ struct ReportTotals {
 // process replaces the output file, later ones are appended. Not signal-safe; serializes callers;
 // call under a ReentryGuard.
 ReportTotals WriteReport(State& state, const char* occasion);
+
+// The model of the report of the allocations live now, without rendering it: what WriteReport
+// writes, and what a check in a running process returns as records. `number` is the report's
+// place among the process's reports; `*namer` receives the frame namer if one was loaded (the
+// text renderer formats frames through it). Call with ReportLock() held, under a ReentryGuard.
+LeakReport BuildReport(State& state, const char* occasion, int number,
+                       std::unique_ptr<FrameNamer>* namer);
 
 // The lock WriteReport holds; taken around fork() too, so a child never inherits it held.
 SpinLock& ReportLock();

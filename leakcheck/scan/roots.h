@@ -51,6 +51,8 @@ class RootSet {
 
   void Add(const RootRange& range);  // empty ranges are dropped
   size_t size() const { return count_; }
+  // True if a range was lost for want of memory: a scan over this set must not call anything a leak.
+  bool overflowed() const { return overflowed_; }
   const RootRange& operator[](size_t i) const { return ranges_[i]; }
   uint64_t bytes(RootKind kind) const { return bytes_[static_cast<int>(kind)]; }
 
@@ -59,6 +61,7 @@ class RootSet {
   size_t count_ = 0;
   size_t capacity_ = 0;
   uint64_t bytes_[kRootKindCount] = {};
+  bool overflowed_ = false;
 };
 
 struct RootOptions {
