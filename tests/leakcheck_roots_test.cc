@@ -275,10 +275,16 @@ TEST_F(RootsTest, ThreadsStacksTlsAndRegisters) {
 TEST_F(RootsTest, AnonymousMappingsButNotTheAllocatorsNorOwnNorExcluded) {
   BlockedThread blocked(nullptr);
   std::vector<StoppedThread> threads{blocked.Record()};
-  // A program's arena the size of Python's obmalloc arenas, holding a pointer.
+  // A program's arena the size of Python's obmalloc arenas, holding a pointer, between PROT_NONE
+  // pages: qemu-user's maps merge it with a neighbouring thread stack otherwise (the kernel's
+  // merges with own or excluded mappings or whole chunks are taken apart: see roots.cc).
   const size_t arena_bytes = 256 * 1024;
-  void* arena = mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+  const size_t page = sysconf(_SC_PAGESIZE);
+  char* reserved = static_cast<char*>(mmap(nullptr, arena_bytes + 2 * page, PROT_NONE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(reserved, MAP_FAILED);
+  void* arena = mmap(reserved + page, arena_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   ASSERT_NE(arena, MAP_FAILED);
   static_cast<void**>(arena)[100] = &g_bss_slot;
   // The checker's own mapping.
@@ -340,7 +346,40 @@ TEST_F(RootsTest, AnonymousMappingsButNotTheAllocatorsNorOwnNorExcluded) {
   free(arena_block);
   munmap(excluded_map, arena_bytes);
   OwnUnmap(own, arena_bytes);
-  munmap(arena, arena_bytes);
+  munmap(reserved, arena_bytes + 2 * page);
+}
+
+// One anonymous mapping (as the kernel merges neighbours into one) holding an excluded range and
+// a whole mmap'ed chunk: only the rest of it is a root. A mapping holding a small block is the
+// allocator's, all of it.
+TEST_F(RootsTest, AnonymousMappingLessExcludedRangesAndWholeChunks) {
+  const uintptr_t page = sysconf(_SC_PAGESIZE);
+  char* reserved = static_cast<char*>(mmap(nullptr, 12 * page, PROT_NONE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(reserved, MAP_FAILED);
+  char* merged = static_cast<char*>(mmap(reserved + page, 6 * page, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+  char* arena = static_cast<char*>(mmap(reserved + 8 * page, 3 * page, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+  ASSERT_NE(merged, MAP_FAILED);
+  ASSERT_NE(arena, MAP_FAILED);
+  std::memset(merged, 1, 6 * page);
+  std::memset(arena, 1, 3 * page);
+  const uintptr_t m = Address(merged);
+  const internal::AddressRange excluded{m + page, m + 2 * page};
+  // Sorted by address: a chunk over pages 3-4 of `merged` (header, then the block), and a small
+  // block inside `arena`.
+  Allocation blocks[2] = {{m + 3 * page + 16, page, 1, 0, 0}, {Address(arena) + 160, 48, 2, 0, 0}};
+  RootSet roots;
+  Collect({}, RootOptions{}, &roots, blocks, 2, &excluded, 1);
+  for (uintptr_t p = 0; p < 6; ++p) {
+    const bool root = p == 0 || p == 2 || p == 5;
+    const RootKind anonymous = RootKind::kAnonymous;
+    EXPECT_EQ(Covering(roots, m + p * page, &anonymous, page) != nullptr, root) << p;
+    if (!root) EXPECT_EQ(Overlapping(roots, m + p * page, m + (p + 1) * page), nullptr) << p;
+  }
+  EXPECT_EQ(Overlapping(roots, Address(arena), Address(arena) + 3 * page), nullptr);
+  munmap(reserved, 12 * page);
 }
 
 TEST_F(RootsTest, UnstoppedGoneAndLostThreads) {
