@@ -102,7 +102,8 @@ bool MapsSnapshot::Read() {
       ++column;
       if (!parser.Consume(c)) continue;
       const internal::MapsLine& line = parser.line();
-      if (!parser.malformed() && parser.perms_done() && line.mapping.range.lo < line.mapping.range.hi) {
+      if (!parser.malformed() && parser.perms_done() &&
+          line.mapping.range.lo < line.mapping.range.hi) {
         if (count_ == capacity_) {
           void* grown = OwnRemap(entries_, capacity_ * sizeof(MapsEntry),
                                  2 * capacity_ * sizeof(MapsEntry));

@@ -32,7 +32,8 @@ bool VmReadvWorks() {
   if (known == 0) {
     const uint64_t probe = 0x5afe5eedc0ffee11ull;
     uint64_t copy = 0;
-    known = VmRead(reinterpret_cast<uintptr_t>(&probe), &copy, sizeof copy) && copy == probe ? 1 : 2;
+    const bool read = VmRead(reinterpret_cast<uintptr_t>(&probe), &copy, sizeof copy);
+    known = read && copy == probe ? 1 : 2;
     g_vm_readv.store(known, std::memory_order_relaxed);
   }
   return known == 1;

@@ -144,8 +144,9 @@ void CollectThreadTls(int32_t tid, uintptr_t tp, const TlsModule* modules, size_
 void CollectMainThreadBlock(int32_t tid, uintptr_t tp, const MapsSnapshot& maps, RootSet* out) {
   const MapsEntry* mapping = maps.Find(tp);
   if (tp == 0 || mapping == nullptr || !mapping->readable) return;
-  const uintptr_t lo = tp - mapping->range.lo > kMainTcbSpan ? tp - kMainTcbSpan : mapping->range.lo;
-  const uintptr_t hi = mapping->range.hi - tp > kMainTcbSpan ? tp + kMainTcbSpan : mapping->range.hi;
+  const internal::AddressRange& range = mapping->range;
+  const uintptr_t lo = tp - range.lo > kMainTcbSpan ? tp - kMainTcbSpan : range.lo;
+  const uintptr_t hi = range.hi - tp > kMainTcbSpan ? tp + kMainTcbSpan : range.hi;
   out->Add({lo, hi, RootKind::kStaticTls, tid, true});
 }
 
