@@ -40,7 +40,7 @@ void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, RootKin
     const uintptr_t from = frame_lo != 0 && frame_lo < sp ? frame_lo : sp - kRedZone;
     if (from > lo) lo = from;
   }
-  out->Add({lo, mapping->range.hi, kind, tid, whole});
+  out->Add({lo, static_cast<uintptr_t>(mapping->range.hi), kind, tid, whole});
 }
 
 constexpr uintptr_t kPage = 4096;
@@ -93,7 +93,8 @@ void AddAnonymousPieces(uintptr_t lo, uintptr_t hi, const RootInputs& inputs, si
     }
     uintptr_t own_lo, own_hi;
     if (LowestOwnMapping(from, hi, &own_lo, &own_hi) && own_lo < cut.lo) cut = {own_lo, own_hi};
-    if (cut.lo > from) out->Add({from, cut.lo < hi ? cut.lo : hi, RootKind::kAnonymous, 0, true});
+    const auto to = static_cast<uintptr_t>(cut.lo < hi ? cut.lo : hi);
+    if (cut.lo > from) out->Add({from, to, RootKind::kAnonymous, 0, true});
     if (cut.hi <= from) break;  // cannot happen: keeps the loop finite on a malformed input
     from = cut.hi;
   }
@@ -177,7 +178,8 @@ void CollectRoots(const RootInputs& inputs, const RootOptions& options, RootSet*
     const LoadedModules& modules = *inputs.modules;
     for (size_t i = 0; i < modules.writable_segment_count(); ++i) {
       const internal::AddressRange& segment = modules.writable_segments()[i];
-      out->Add({segment.lo, segment.hi, RootKind::kGlobals, 0, false});
+      out->Add({static_cast<uintptr_t>(segment.lo), static_cast<uintptr_t>(segment.hi),
+                RootKind::kGlobals, 0, false});
     }
   }
 
