@@ -164,8 +164,9 @@ int InstallOnce() {
   return 0;
 }
 
-// True if /proc/self/task/<tid>/status's SigBlk has sig.
-bool SignalBlocked(int tid, int sig) {
+// True if /proc/self/task/<tid>/status's SigBlk has sig; *running: its State is R.
+bool SignalBlocked(int tid, int sig, bool* running = nullptr) {
+  if (running != nullptr) *running = false;
   char path[48] = "/proc/self/task/";
   stop_internal::AppendInt(path, sizeof(path), tid);
   stop_internal::Append(path, sizeof(path), "/status");
@@ -180,6 +181,13 @@ bool SignalBlocked(int tid, int sig) {
   raw::Syscall(SYS_close, fd);
   if (got <= 0) return false;
   text[got] = '\0';
+  static const char kState[] = "\nState:\t";
+  for (long i = 0; running != nullptr && i + 10 < got; ++i) {
+    if (std::memcmp(text + i, kState, sizeof(kState) - 1) == 0) {
+      *running = text[i + sizeof(kState) - 1] == 'R';
+      break;
+    }
+  }
   static const char kKey[] = "\nSigBlk:";
   for (long i = 0; i + 8 < got; ++i) {
     if (std::memcmp(text + i, kKey, sizeof(kKey) - 1) != 0) continue;
@@ -294,9 +302,12 @@ bool StoppedWorld::StopSignal(int timeout_ms, const int32_t* skip_tids, size_t s
         if (!Alive(pid, thread.tid)) {
           SwapState(thread, kSignaled, static_cast<uint8_t>(StoppedThread::State::kGone));
         } else if (thread.why == kBlockedWhy && grace_over) {
-          if (!SignalBlocked(thread.tid, sig)) {
+          // Blocked and asleep: it really holds the signal off. Blocked and runnable: most
+          // likely a thread not yet scheduled since pthread_create; it may still come.
+          bool running = false;
+          if (!SignalBlocked(thread.tid, sig, &running)) {
             thread.why = "";  // unblocked: it takes the signal now
-          } else if (SwapState(thread, kSignaled, kGiveUp)) {
+          } else if (!running && SwapState(thread, kSignaled, kGiveUp)) {
             StoreState(thread, static_cast<uint8_t>(StoppedThread::State::kUnstopped));
           }
         }
