@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -405,6 +406,55 @@ TEST(StopWorldSkip, SkippedThreadIsNotStopped) {
   done = true;
   other.join();
   EXPECT_EQ(Find(world, skip), nullptr);
+}
+
+// The pause: Stop+Resume wall time with 1, 8 and 64 other threads blocked in a condition
+// variable, each method, median and minimum of 21 (printed; the figures are not asserted).
+TEST(StopWorldPause, StopResumeFigures) {
+  for (StopRequest request : {StopRequest::kPtrace, StopRequest::kSignal}) {
+    for (int threads : {1, 8, 64}) {
+      pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+      pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+      bool go = false;
+      std::vector<std::thread> others;
+      for (int i = 0; i < threads; ++i) {
+        others.emplace_back([&] {
+          pthread_mutex_lock(&mutex);
+          while (!go) pthread_cond_wait(&cond, &mutex);
+          pthread_mutex_unlock(&mutex);
+        });
+      }
+      std::vector<double> micros;
+      std::string refused;
+      for (int rep = 0; rep < 21; ++rep) {
+        StoppedWorld world;
+        const uint64_t start = stop_internal::MonotonicNs();
+        if (!world.Stop(request, kTimeoutMs, nullptr, 0)) {
+          refused = world.fallback_reason();
+          break;
+        }
+        world.Resume();
+        micros.push_back((stop_internal::MonotonicNs() - start) / 1000.0);
+        size_t stopped = 0;
+        for (size_t i = 0; i < world.size(); ++i) {
+          stopped += world.thread(i).state == StoppedThread::State::kStopped;
+        }
+        EXPECT_GE(stopped, static_cast<size_t>(threads));
+      }
+      pthread_mutex_lock(&mutex);
+      go = true;
+      pthread_cond_broadcast(&cond);
+      pthread_mutex_unlock(&mutex);
+      for (auto& t : others) t.join();
+      if (!refused.empty()) {
+        std::printf("pause %s: refused (%s)\n", Name(request), refused.c_str());
+        break;
+      }
+      std::sort(micros.begin(), micros.end());
+      std::printf("pause %-6s %2d threads: median %8.1f us, min %8.1f us\n", Name(request),
+                  threads, micros[micros.size() / 2], micros[0]);
+    }
+  }
 }
 
 }  // namespace

@@ -437,7 +437,30 @@ bool StoppedWorld::StopPtrace(int timeout_ms, const int32_t* skip_tids, size_t s
   control->deadline_ns = pause_start_ns_ + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   control->go.store(1, std::memory_order_release);
   WakeAll(&control->go);
-  WaitWhile(&control->state, kRunning);
+  // The tracer bounds its own waits by the deadline; that it dies (a fault, a SIGKILL) is
+  // looked for every 10 ms.
+  bool died = false;
+  while (control->state.load(std::memory_order_acquire) == kRunning) {
+    struct {
+      long sec;
+      long nsec;
+    } ten_ms = {0, 10 * 1000 * 1000};
+    Futex(&control->state, FUTEX_WAIT, kRunning, &ten_ms);
+    int status = 0;
+    if (control->state.load(std::memory_order_acquire) == kRunning &&
+        raw::Syscall(SYS_wait4, pid, &status, __WALL | WNOHANG, 0) == pid) {
+      died = true;
+      break;
+    }
+  }
+  if (died) {
+    Append(reason_, sizeof(reason_), "ptrace: the tracer died");
+    raw::Syscall(SYS_prctl, PR_SET_PTRACER, 0);
+    pause_start_ns_ = 0;
+    count_ = 0;
+    undo();
+    return false;
+  }
   if (control->state.load(std::memory_order_acquire) == kFailed) {
     ReapTracer(static_cast<int>(pid));
     raw::Syscall(SYS_prctl, PR_SET_PTRACER, 0);
