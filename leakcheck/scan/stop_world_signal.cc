@@ -279,13 +279,20 @@ bool StoppedWorld::StopSignal(int timeout_ms, const int32_t* skip_tids, size_t s
       thread.why = "";
       thread.sp = thread.thread_pointer = thread.frame_lo = 0;
       thread.reg_bytes = 0;
-      // A thread with the signal blocked is signaled all the same: a new thread runs with every
-      // signal blocked until pthread_create's start routine restores its mask, and takes it
-      // then. One still blocking it after a grace period is named below.
-      if (SignalBlocked(tid, sig)) thread.why = kBlockedWhy;
-      StoreState(thread, kSignaled);
+      // Asleep with the signal blocked: it holds the signal off (sigwaitinfo, a blocking call
+      // under a full mask; under qemu-user its own threads). Runnable with it blocked: most
+      // likely a new thread that pthread_create started with every signal blocked and that has
+      // not yet run to restore its mask: signaled all the same, named below if it still blocks
+      // it after a grace period.
+      bool running = false;
+      const bool blocked = SignalBlocked(tid, sig, &running);
+      if (blocked) thread.why = kBlockedWhy;
+      StoreState(thread, blocked && !running
+                             ? static_cast<uint8_t>(StoppedThread::State::kUnstopped)
+                             : kSignaled);
       ++count_;
       g_slot_count.store(count_, std::memory_order_release);
+      if (blocked && !running) continue;
       if (raw::Syscall(SYS_tgkill, pid, tid, sig) < 0) {
         StoreState(thread, static_cast<uint8_t>(StoppedThread::State::kGone));
         continue;
