@@ -255,16 +255,22 @@ TEST_P(StopWorldTest, ThreadsCreatedDuringStopAreAllListed) {
   std::atomic<bool> done{false};
   std::vector<std::thread> made;
   made.reserve(4096);
-  std::atomic<int> created{0};
+  // The first 8 threads say they run (their tids kept); the creator goes on making more.
+  std::atomic<int> started{0};
+  std::atomic<int> first_tids[8] = {};
   std::thread creator([&] {
     while (!done.load() && made.size() < 4000) {
       made.emplace_back([&] {
+        const int n = started.fetch_add(1);
+        if (n < 8) first_tids[n] = Tid();
         while (!done.load()) usleep(500);
       });
-      created.fetch_add(1);
     }
   });
-  while (created.load() < 8) sched_yield();
+  while (started.load() < 8) sched_yield();
+  for (auto& tid : first_tids) {
+    while (tid.load() == 0) sched_yield();
+  }
   struct Tids {
     int32_t tids[8192];
     size_t count = 0;
@@ -288,7 +294,6 @@ TEST_P(StopWorldTest, ThreadsCreatedDuringStopAreAllListed) {
   }
   const int caller = Tid();
   size_t stopped_count = 0;
-  size_t unstopped = 0;
   for (size_t i = 0; i < live->count; ++i) {
     if (live->tids[i] == caller) continue;
     const StoppedThread* thread = Find(world, live->tids[i]);
@@ -300,11 +305,15 @@ TEST_P(StopWorldTest, ThreadsCreatedDuringStopAreAllListed) {
       EXPECT_TRUE(std::string(thread->why) == "timeout" ||
                   std::string(thread->why) == "signal blocked")
           << thread->why;
-      ++unstopped;
     }
   }
-  EXPECT_GE(stopped_count, 1u);  // the creator, at least
-  EXPECT_LE(unstopped, 8u);      // only threads too new to have run
+  // The threads that were running their loop before the Stop are stopped.
+  for (auto& tid : first_tids) {
+    const StoppedThread* thread = Find(world, tid.load());
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->state, StoppedThread::State::kStopped) << thread->why;
+  }
+  EXPECT_GE(stopped_count, 8u);
   delete live;
 }
 
