@@ -237,7 +237,10 @@ bool StoppedWorld::StopSignal(int timeout_ms, const int32_t* skip_tids, size_t s
     Append(reason_, sizeof(reason_), "signal: no real-time signal free for the handler");
     return false;
   }
-  if (g_generation.load(std::memory_order_acquire) & 1) {
+  // Odd: handlers park. One signal stop at a time in the process.
+  uint32_t even = g_generation.load(std::memory_order_acquire);
+  if ((even & 1) != 0 ||
+      !g_generation.compare_exchange_strong(even, even + 1, std::memory_order_acq_rel)) {
     Append(reason_, sizeof(reason_), reason_[0] != '\0' ? "; " : "");
     Append(reason_, sizeof(reason_), "signal: another stop is running");
     return false;
@@ -245,12 +248,11 @@ bool StoppedWorld::StopSignal(int timeout_ms, const int32_t* skip_tids, size_t s
   const int pid = raw::GetPid();
   const int caller = raw::GetTid();
   count_ = 0;
-  g_parked.store(0, std::memory_order_relaxed);
-  g_slot_count.store(0, std::memory_order_relaxed);
-  g_slots.store(threads_, std::memory_order_seq_cst);
   pause_start_ns_ = MonotonicNs();
   const uint64_t deadline = pause_start_ns_ + static_cast<uint64_t>(timeout_ms) * 1000000ull;
-  g_generation.fetch_add(1, std::memory_order_acq_rel);  // odd: handlers park
+  g_parked.store(0, std::memory_order_relaxed);
+  g_slot_count.store(0, std::memory_order_relaxed);
+  g_slots.store(threads_, std::memory_order_seq_cst);  // a late handler found none until now
   int32_t signaled = 0;
   TidList list;
   // Passes until one finds no new thread (a thread not yet parked may create one); at most 30.
