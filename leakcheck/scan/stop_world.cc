@@ -192,6 +192,7 @@ bool StoppedWorld::Stop(StopRequest request, int timeout_ms, const int32_t* skip
   if (StopSignal(timeout_ms, skip_tids, skip_count)) {
     method_ = StopMethod::kSignal;
     active_ = true;
+    if (reason_[0] != '\0') fallback_reason_ = reason_;
     return true;
   }
   if (request == StopRequest::kSignal) fallback_reason_ = reason_;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/scan/raw_syscall.h"
 #include "leakcheck/scan/stop_world.h"
 #include "leakcheck/scan/stop_world_internal.h"
@@ -218,12 +219,31 @@ void SetStopSignal(int signo) { g_requested_signal.store(signo, std::memory_orde
 
 namespace {
 
+// One pass's listing, in an own mapping grown as needed (no malloc while threads are parked).
 struct TidList {
-  int32_t tids[4096];
+  int32_t* tids = nullptr;
   size_t count = 0;
+  size_t capacity = 0;
+  bool short_of_memory = false;
+  ~TidList() {
+    if (tids != nullptr) OwnUnmap(tids, capacity * sizeof(int32_t));
+  }
   static void Add(int tid, void* context) {
     auto* list = static_cast<TidList*>(context);
-    if (list->count < sizeof(list->tids) / sizeof(list->tids[0])) list->tids[list->count++] = tid;
+    if (list->count == list->capacity) {
+      const size_t capacity = list->capacity == 0 ? 1024 : 2 * list->capacity;
+      void* grown = list->tids == nullptr
+                        ? OwnMap(capacity * sizeof(int32_t))
+                        : OwnRemap(list->tids, list->capacity * sizeof(int32_t),
+                                   capacity * sizeof(int32_t));
+      if (grown == nullptr) {
+        list->short_of_memory = true;
+        return;
+      }
+      list->tids = static_cast<int32_t*>(grown);
+      list->capacity = capacity;
+    }
+    list->tids[list->count++] = tid;
   }
 };
 
@@ -357,6 +377,11 @@ bool StoppedWorld::StopSignal(int timeout_ms, const int32_t* skip_tids, size_t s
     }
   }
   (void)signaled;
+  if (list.short_of_memory) {
+    // Not silent: the threads past the listing's end were neither stopped nor named.
+    Append(reason_, sizeof(reason_), reason_[0] != '\0' ? "; " : "");
+    Append(reason_, sizeof(reason_), "signal: no memory to list every thread");
+  }
   return true;
 }
 
