@@ -13,6 +13,7 @@
 
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/scan/check.h"
 #include "leakcheck/state.h"
 
 namespace stackwalk::leakcheck {
@@ -51,6 +52,7 @@ void OnReportSignal(int) {
 
 void* ReporterMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
+  RegisterCheckerThread();  // a check by another thread neither stops it nor scans its stack
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
@@ -62,6 +64,7 @@ void* ReporterMain(void*) {
     if (g_reporter_stopping.load()) break;
     WriteReport(GlobalState(), occasion);
   }
+  UnregisterCheckerThread();
   return nullptr;
 }
 
@@ -84,6 +87,7 @@ void AfterForkChild() {
   ForgetThreadAfterFork();
   KeepReportDestination();  // the child reports its own blocks, as itself
   // The reporter thread was not copied: the child gets its own.
+  ForgetCheckerThreads();
   if (g_reporter_running.load()) LaunchReporter();
 }
 

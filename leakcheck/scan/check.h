@@ -33,6 +33,14 @@ struct UnstoppedThread {
 };
 
 struct CheckOutcome {
+  CheckOutcome() = default;
+  CheckOutcome(const CheckOutcome&) = default;
+  CheckOutcome& operator=(const CheckOutcome&) = default;
+  // Zeroes the copy of every block's address before its memory goes back to the allocator: a
+  // block that later reused it, not cleared, would hold them all, and a leak it points to would
+  // pass for reachable.
+  ~CheckOutcome();
+
   std::vector<Allocation> blocks;  // the live blocks, sorted by address
   std::vector<Verdict> verdicts;   // one per block
   StopMethod method = StopMethod::kNone;
@@ -49,6 +57,14 @@ struct CheckOutcome {
 // Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized). False (with
 // out->error) if no check could run; out->blocks and verdicts (all kLive) are filled anyway.
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
+
+// The calling thread is one of the checker's own (the signal reporter, a periodic checker): a
+// check run by another thread neither stops it nor reads its stack as a root. Up to 16 at once;
+// call Unregister before the thread ends. Async-signal-safe, no malloc.
+void RegisterCheckerThread();
+void UnregisterCheckerThread();
+// In a fork()ed child: the parent's checker threads were not copied.
+void ForgetCheckerThreads();
 
 }  // namespace stackwalk::leakcheck
 
