@@ -74,12 +74,18 @@ class Hooked {
   ~Hooked() { g_hooked.store(false); }
 };
 
-// One check, as a report runs it.
-CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
+// One check, as a report runs it (the test's frames above are the program's); false if it could
+// not run.
+__attribute__((noinline)) bool TryCheck(const CheckRequest& request, CheckOutcome* out) {
+  CheckEntry entry;
   ReentryGuard own;
   SpinLockHolder hold(ReportLock());
+  return RunCheck(GlobalState(), request, out);
+}
+
+CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
   CheckOutcome out;
-  const bool complete = RunCheck(GlobalState(), request, &out);
+  const bool complete = TryCheck(request, &out);
   EXPECT_EQ(complete, out.complete);
   EXPECT_TRUE(out.complete) << out.error;
   EXPECT_EQ(out.blocks.size(), out.verdicts.size());
@@ -92,8 +98,12 @@ CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
 // sets are recorded blocks too, and a plain copy there would hold the block it names.
 uintptr_t Mangle(const void* block) { return ~reinterpret_cast<uintptr_t>(block); }
 void* Unmangle(uintptr_t m) { return reinterpret_cast<void*>(~m); }
+// Not inlined, so that the raw address is never worked out (and perhaps spilled) in the caller's
+// frame ahead of time.
+__attribute__((noinline)) void FreeMangled(uintptr_t m) { free(Unmangle(m)); }
 
-Verdict VerdictOf(const CheckOutcome& out, uintptr_t mangled) {
+// Not inlined: the raw address it compares with must not stay in a register of the caller's.
+__attribute__((noinline)) Verdict VerdictOf(const CheckOutcome& out, uintptr_t mangled) {
   for (size_t i = 0; i < out.blocks.size(); ++i) {
     if (~out.blocks[i].address == mangled) return out.verdicts[i];
   }
@@ -102,7 +112,7 @@ Verdict VerdictOf(const CheckOutcome& out, uintptr_t mangled) {
 }
 
 // Every leaked block, mangled.
-std::set<uintptr_t> Leaks(const CheckOutcome& out) {
+__attribute__((noinline)) std::set<uintptr_t> Leaks(const CheckOutcome& out) {
   std::set<uintptr_t> leaks;
   for (size_t i = 0; i < out.blocks.size(); ++i) {
     if (IsLeak(out.verdicts[i])) leaks.insert(~out.blocks[i].address);
@@ -140,27 +150,31 @@ __attribute__((noinline)) uintptr_t StoreNew(void* volatile* where, size_t size)
 
 void* volatile g_held = nullptr;  // a global root
 
+void* volatile g_dropped = nullptr;  // held, then dropped before the check
+
 TEST(RunCheck, ADroppedListIsOneDirectAndNineIndirectAndGlobalsHold) {
   Hooked hooked;
   const uintptr_t held = StoreNew(&g_held, 100);
+  const uintptr_t dropped = StoreNew(&g_dropped, 100);
+  g_dropped = nullptr;
   const std::vector<uintptr_t> list = DropAList(10);
   ClobberStack();
   const CheckOutcome out = Check();
   EXPECT_NE(out.method, StopMethod::kNone);
   EXPECT_EQ(VerdictOf(out, held), Verdict::kReachable);
+  EXPECT_EQ(VerdictOf(out, dropped), Verdict::kDirect);
   EXPECT_EQ(VerdictOf(out, list.back()), Verdict::kDirect);  // the head: made last
   for (size_t i = 0; i + 1 < list.size(); ++i) {
     EXPECT_EQ(VerdictOf(out, list[i]), Verdict::kIndirect) << i;
   }
-  EXPECT_EQ(Leaks(out), std::set<uintptr_t>(list.begin(), list.end()));
+  std::set<uintptr_t> leaks(list.begin(), list.end());
+  leaks.insert(dropped);
+  EXPECT_EQ(Leaks(out), leaks);
   EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kGlobals)], 0u);
   EXPECT_GT(out.check_ns, 0u);
-  // Dropped from the global: a direct leak.
-  g_held = nullptr;
-  ClobberStack();
-  EXPECT_EQ(VerdictOf(Check(), held), Verdict::kDirect);
-  for (uintptr_t m : list) free(Unmangle(m));
-  free(Unmangle(held));
+  for (uintptr_t m : list) FreeMangled(m);
+  FreeMangled(held);
+  FreeMangled(dropped);
 }
 
 TEST(RunCheck, AnonymousMappingsAreRootsUnlessAskedNotToBe) {
@@ -178,7 +192,7 @@ TEST(RunCheck, AnonymousMappingsAreRootsUnlessAskedNotToBe) {
   const CheckOutcome without = Check(lsan_rule);
   EXPECT_EQ(VerdictOf(without, mangled), Verdict::kDirect);
   EXPECT_EQ(without.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
-  free(Unmangle(mangled));
+  FreeMangled(mangled);
   munmap(arena, 1 << 16);
 }
 
@@ -255,10 +269,8 @@ TEST(RunCheck, NoHookRunsOnTheCheckingThreadWhileTheWorldIsStopped) {
     uint64_t pause_ns = 0, check_ns = 0;
     int checks = 0;
     for (; checks < 100; ++checks) {
-      ReentryGuard own;
-      SpinLockHolder hold(ReportLock());
       CheckOutcome out;
-      if (!RunCheck(GlobalState(), request, &out)) {
+      if (!TryCheck(request, &out)) {
         // ptrace refused here (Yama, a container, a tracer already attached): said, not failed.
         EXPECT_EQ(method, StopRequest::kPtrace) << out.error;
         std::printf("ptrace: no check (%s; %s)\n", out.error.c_str(), out.fallback_reason.c_str());
@@ -286,7 +298,7 @@ TEST(RunCheck, NoHookRunsOnTheCheckingThreadWhileTheWorldIsStopped) {
   EXPECT_EQ(spurious, 0u);
   for (void* p : live) free(p);
   explicit_bzero(live.data(), live.size() * sizeof(void*));  // no stale copies for the next test
-  for (uintptr_t m : list) free(Unmangle(m));
+  for (uintptr_t m : list) FreeMangled(m);
 }
 
 }  // namespace

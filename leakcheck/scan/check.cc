@@ -39,6 +39,9 @@ struct CheckerSlot {
 };
 CheckerSlot g_checker_threads[kMaxCheckerThreads];
 
+// The outermost CheckEntry alive on this thread (initial-exec: reading it never allocates).
+__attribute__((tls_model("initial-exec"))) thread_local const CheckEntry* t_entry = nullptr;
+
 int32_t CurrentTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
 uint64_t NowNs() {
@@ -349,16 +352,30 @@ void ForgetCheckerThreads() {
   }
 }
 
+__attribute__((noinline)) CheckEntry::CheckEntry() : outermost_(t_entry == nullptr) {
+  getcontext(&context_);
+  if (outermost_) t_entry = this;
+}
+
+CheckEntry::~CheckEntry() {
+  if (outermost_) t_entry = nullptr;
+}
+
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out) {
-  // The caller's registers, and its stack from here up, are roots (kCallerStack): the frames
-  // below, the check's own, hold copies of block addresses and are not.
+  // The caller's registers, and its stack from here up (or from its CheckEntry), are roots
+  // (kCallerStack): the frames below, the check's own, hold copies of block addresses.
   ucontext_t caller;
   getcontext(&caller);
+  const ucontext_t* context = &caller;
+  uintptr_t limit = reinterpret_cast<uintptr_t>(&caller);
+  if (t_entry != nullptr && t_entry->stack_limit() > limit) {
+    context = &t_entry->context();
+    limit = t_entry->stack_limit();
+  }
   const sigset_t async = AsyncSignals();
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &async, &previous);
-  const bool complete =
-      RunCheckWithCaller(state, request, caller, reinterpret_cast<uintptr_t>(&caller), out);
+  const bool complete = RunCheckWithCaller(state, request, *context, limit, out);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return complete;
 }
