@@ -26,29 +26,27 @@ SpinLock& ReportLock() {
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
                        std::unique_ptr<FrameNamer>* namer) {
-  // Where the reachability scan starts on this thread's stack: above this frame's callees, which
-  // hold the scan's own copies of block addresses.
-  const int stack_mark = 0;
   const Options& options = state.options;
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
-    LiveSnapshot live(state.allocations);
-    const std::vector<Verdict> verdicts =
-        ClassifyBlocks(live.begin(), live.size(), options.unreachable_only, state.threads,
-                       KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
+    CheckOutcome check;
+    ClassifyBlocks(state, &check);
+    const Allocation* blocks = check.blocks.data();
+    const size_t n = check.blocks.size();
     // Every stack is named before the tallies: at exit some are not the program's.
-    std::vector<NamedStack> stacks = CollectStacks(live.begin(), live.size(), state.stacks);
+    std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
-    GroupBlocks(live.begin(), live.size(), verdicts, stacks, report.at_exit, &report);
+    GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
+    report.summary.scanned = check.complete;
   }
-  report.summary.scanned = options.unreachable_only;
   FilterEntries(options.libraries, options.ignore_libraries, &report);
   LabelThreads(state.threads, &report);
   return report;
 }
 
 ReportTotals WriteReport(State& state, const char* occasion) {
+  CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
   static int reports_written = 0;
   SpinLockHolder hold(ReportLock());
   const Options& options = state.options;
