@@ -1,7 +1,7 @@
 // The leak check's mark phase (leakcheck/scan/mark.h) over N live 64-byte malloc'ed blocks, all
 // reachable from one root through a chain (in allocation order, or shuffled), each also pointing
 // at a random block, the rest of its words small integers: the page index build, the flood fill and
-// the block reads through a DirectReader. `ns_per_word` is the time per scanned word (roots and
+// the block reads through a DirectReader or a SafeReader. `ns_per_word` is the time per scanned word (roots and
 // blocks). Run: build/test-native/bench/leak_mark_benchmark
 #include <benchmark/benchmark.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "leakcheck/scan/mark.h"
+#include "leakcheck/scan/safe_reader.h"
 
 namespace {
 
@@ -45,7 +46,13 @@ void BM_MarkFromRoots(benchmark::State& state) {
   roots.Add({reinterpret_cast<uintptr_t>(&root_word), reinterpret_cast<uintptr_t>(&root_word + 1),
              stackwalk::leakcheck::RootKind::kGlobals, 0, false});
   std::vector<uint8_t> marks(n);
-  stackwalk::leakcheck::DirectReader reader;
+  // Blocks read directly, or as a check reads them (SafeReader: process_vm_readv where it works).
+  stackwalk::leakcheck::DirectReader direct;
+  stackwalk::leakcheck::MapsSnapshot maps;
+  maps.Read();
+  stackwalk::leakcheck::SafeReader safe(&maps);
+  stackwalk::leakcheck::MemoryReader& reader =
+      state.range(2) != 0 ? static_cast<stackwalk::leakcheck::MemoryReader&>(safe) : direct;
   for (auto _ : state) {
     state.PauseTiming();
     std::fill(marks.begin(), marks.end(), 0);
@@ -65,8 +72,8 @@ void BM_MarkFromRoots(benchmark::State& state) {
   for (auto* p : memory) free(p);
 }
 BENCHMARK(BM_MarkFromRoots)
-    ->ArgNames({"blocks", "shuffled"})
-    ->ArgsProduct({{100000, 1000000}, {0, 1}})
+    ->ArgNames({"blocks", "shuffled", "safe_reader"})
+    ->ArgsProduct({{100000, 1000000}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
