@@ -5,6 +5,7 @@
 // running thread's stack are not leaks; a checker thread's stack is not a root; and while the
 // world is stopped no hook runs on the checking thread (100 checks with 10k live blocks and 4
 // threads allocating throughout).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -194,6 +195,24 @@ TEST(RunCheck, AnonymousMappingsAreRootsUnlessAskedNotToBe) {
   EXPECT_EQ(without.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
   FreeMangled(mangled);
   munmap(arena, 1 << 16);
+}
+
+TEST(RunCheck, WithoutAnonymousRootsTheLoadersBlocksAreRoots) {
+  // LeakSanitizer's rule: the loader's own memory (its minimal malloc's) is anonymous, so what it
+  // malloc'ed for a library kept loaded is held only from there: those blocks are roots. A
+  // dlopen with the hooks on records them with ld.so's frames first.
+  Hooked hooked;
+  void* library = dlopen(ROOTS_TLS_LIB_PATH, RTLD_NOW);
+  ASSERT_NE(library, nullptr) << dlerror();
+  CheckRequest lsan_rule;
+  lsan_rule.roots.anonymous_mappings = false;
+  {
+    const CheckOutcome out = Check(lsan_rule);
+    EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kLoaderBlocks)], 0u);
+    EXPECT_EQ(Leaks(out).size(), 0u);
+  }
+  g_hooked.store(false);  // dlclose frees what was recorded; the table is cleared next test
+  dlclose(library);
 }
 
 // A thread that holds a block only on its stack until told to go.
