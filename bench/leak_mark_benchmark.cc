@@ -2,7 +2,8 @@
 // reachable from one root through a chain (in allocation order, or shuffled), each also pointing
 // at a random block, the rest of its words small integers: the page index build, the flood fill and
 // the block reads through a DirectReader or a SafeReader. `ns_per_word` is the time per scanned word (roots and
-// blocks). Run: build/test-native/bench/leak_mark_benchmark
+// blocks), printed with an "s" suffix but in nanoseconds (the counter is inverted from a rate of
+// 1e-9 words). Run: build/test-native/bench/leak_mark_benchmark
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
