@@ -1,9 +1,9 @@
 // The leak check's mark phase (leakcheck/scan/mark.h) over N live 64-byte malloc'ed blocks, all
 // reachable from one root through a chain (in allocation order, or shuffled), each also pointing
-// at a random block, the rest of its words small integers: the page index build, the flood fill and
-// the block reads through a DirectReader or a SafeReader. `ns_per_word` is the time per scanned word (roots and
-// blocks), printed with an "s" suffix but in nanoseconds (the counter is inverted from a rate of
-// 1e-9 words). Run: build/test-native/bench/leak_mark_benchmark
+// at a random block, the rest of its words small integers: the page index build, the flood fill
+// and the block reads through a DirectReader or a SafeReader. `ns_per_word` is the time per
+// scanned word (roots and blocks), printed with an "s" suffix but in nanoseconds (the counter is
+// inverted from a rate of 1e-9 words). Run: build/test-native/bench/leak_mark_benchmark
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -59,7 +59,8 @@ void BM_MarkFromRoots(benchmark::State& state) {
     std::fill(marks.begin(), marks.end(), 0);
     state.ResumeTiming();
     stackwalk::leakcheck::ScratchArena scratch;
-    if (!stackwalk::leakcheck::MarkFromRoots(blocks.data(), n, roots, reader, marks.data(), &scratch)) {
+    if (!stackwalk::leakcheck::MarkFromRoots(blocks.data(), n, roots, reader, marks.data(),
+                                             &scratch)) {
       state.SkipWithError("scratch exhausted");
       break;
     }

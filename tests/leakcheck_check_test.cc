@@ -90,8 +90,9 @@ CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
   EXPECT_EQ(complete, out.complete);
   EXPECT_TRUE(out.complete) << out.error;
   EXPECT_EQ(out.blocks.size(), out.verdicts.size());
-  EXPECT_TRUE(std::is_sorted(out.blocks.begin(), out.blocks.end(),
-                             [](const Allocation& a, const Allocation& b) { return a.address < b.address; }));
+  EXPECT_TRUE(std::is_sorted(
+      out.blocks.begin(), out.blocks.end(),
+      [](const Allocation& a, const Allocation& b) { return a.address < b.address; }));
   return out;
 }
 
@@ -295,7 +296,8 @@ TEST(RunCheck, NoHookRunsOnTheCheckingThreadWhileTheWorldIsStopped) {
         std::printf("ptrace: no check (%s; %s)\n", out.error.c_str(), out.fallback_reason.c_str());
         break;
       }
-      EXPECT_EQ(out.method, method == StopRequest::kSignal ? StopMethod::kSignal : StopMethod::kPtrace);
+      EXPECT_EQ(out.method,
+                method == StopRequest::kSignal ? StopMethod::kSignal : StopMethod::kPtrace);
       EXPECT_GE(out.stopped_threads, 4u);
       EXPECT_GE(out.blocks.size(), live.size());
       const std::set<uintptr_t> leaks = Leaks(out);

@@ -40,7 +40,9 @@ class Heap {
   ~Heap() {
     for (void* p : memory_) free(p);
   }
-  uintptr_t Address(size_t name, size_t offset = 0) const { return by_name_[name].address + offset; }
+  uintptr_t Address(size_t name, size_t offset = 0) const {
+    return by_name_[name].address + offset;
+  }
   void Store(size_t name, size_t offset, uintptr_t value) {
     *reinterpret_cast<uintptr_t*>(Address(name, offset)) = value;
   }
@@ -107,7 +109,8 @@ void AddWords(RootSet* roots, const std::vector<uintptr_t>& words, bool copy = f
 }
 
 // Marks per name, from `roots` (and `premarked` names).
-std::vector<uint8_t> Mark(Heap& heap, const RootSet& roots, const std::vector<size_t>& premarked = {}) {
+std::vector<uint8_t> Mark(Heap& heap, const RootSet& roots,
+                          const std::vector<size_t>& premarked = {}) {
   const std::vector<Allocation>& blocks = heap.Sorted();
   std::vector<uint8_t> marks(blocks.size(), 0);
   for (size_t name : premarked) marks[heap.Position(name)] = 1;
@@ -118,7 +121,8 @@ std::vector<uint8_t> Mark(Heap& heap, const RootSet& roots, const std::vector<si
 }
 
 // Verdicts per name after marking from `roots` and splitting.
-std::vector<Verdict> Classify(Heap& heap, const RootSet& roots, const std::vector<size_t>& ignored_names = {}) {
+std::vector<Verdict> Classify(Heap& heap, const RootSet& roots,
+                              const std::vector<size_t>& ignored_names = {}) {
   const std::vector<Allocation>& blocks = heap.Sorted();
   std::vector<uint8_t> marks(blocks.size(), 0), ignored(blocks.size(), 0);
   for (size_t name : ignored_names) marks[heap.Position(name)] = ignored[heap.Position(name)] = 1;
@@ -325,7 +329,8 @@ TEST(Mark, BlocksFarApartAndLargerThanARead) {
 }
 
 // The oracle: a plain marker (binary search per word, a queue), no page index.
-std::vector<uint8_t> ReferenceMark(const std::vector<Allocation>& blocks, const std::vector<uintptr_t>& roots) {
+std::vector<uint8_t> ReferenceMark(const std::vector<Allocation>& blocks,
+                                   const std::vector<uintptr_t>& roots) {
   std::vector<uint8_t> marks(blocks.size(), 0);
   std::vector<size_t> pending;
   auto visit = [&](uintptr_t w) {

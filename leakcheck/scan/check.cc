@@ -197,7 +197,9 @@ void StoppedSection(Section& s) {
       internal::AddressRange excluded[kMaxCheckerThreads];
       size_t excluded_count = 0;
       for (size_t i = 0; i < skip_count; ++i) {
-        if (const MapsEntry* entry = s.maps->Find(probes[i])) excluded[excluded_count++] = entry->range;
+        if (const MapsEntry* entry = s.maps->Find(probes[i])) {
+          excluded[excluded_count++] = entry->range;
+        }
       }
       RootInputs inputs;
       inputs.threads = s.world->threads();
@@ -212,7 +214,9 @@ void StoppedSection(Section& s) {
       inputs.modules = &modules;
       RootSet roots;
       CollectRoots(inputs, s.request->roots, &roots);
-      for (int k = 0; k < kRootKindCount; ++k) s.root_bytes[k] = roots.bytes(static_cast<RootKind>(k));
+      for (int k = 0; k < kRootKindCount; ++k) {
+        s.root_bytes[k] = roots.bytes(static_cast<RootKind>(k));
+      }
       // LeakSanitizer's rule where anonymous mappings are not roots (rtld's own memory among
       // them): blocks the loader allocated are.
       bool ok = true;
@@ -259,7 +263,9 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
                                                   const ucontext_t& caller, uintptr_t caller_sp,
                                                   CheckOutcome* out) {
   const uint64_t check_start = NowNs();
-  if (!out->blocks.empty()) explicit_bzero(out->blocks.data(), out->blocks.size() * sizeof(Allocation));
+  if (!out->blocks.empty()) {
+    explicit_bzero(out->blocks.data(), out->blocks.size() * sizeof(Allocation));
+  }
   *out = CheckOutcome();  // a copy: the old (zeroed) buffers are kept or freed zeroed
   const ObjectRanges self = FindObject(0, reinterpret_cast<uintptr_t>(&RunCheck));
   const ObjectRanges loader = FindObject(static_cast<uintptr_t>(getauxval(AT_BASE)), 0);
@@ -286,8 +292,8 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
   Verdict* verdicts = scratch.AllocateArray<Verdict>(section.n == 0 ? 1 : section.n);
   if (out->complete && section.n > 0) {
     SafeReader reader(nullptr);
-    if (verdicts == nullptr || !SplitLeaks(section.blocks, section.n, section.marks, nullptr, reader,
-                                           verdicts, &scratch)) {
+    if (verdicts == nullptr || !SplitLeaks(section.blocks, section.n, section.marks, nullptr,
+                                           reader, verdicts, &scratch)) {
       out->complete = false;
       out->error = "out of scratch memory for the split";
     }

@@ -56,8 +56,9 @@ struct CheckOutcome {
   std::string error;               // why, when not complete
 };
 
-// Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized). False (with
-// out->error) if no check could run; out->blocks and verdicts (all kLive) are filled anyway.
+// Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized), with a
+// CheckEntry at its entry point. False (with out->error) if no check could run; out->blocks and
+// verdicts (all kLive) are filled anyway.
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
 
 // Where the program's part of the checking thread's stack ends. A check run while one is alive

@@ -28,7 +28,8 @@ uint64_t NextChunkHeader(uint64_t size) {
   constexpr uint64_t kSizeSz = sizeof(size_t);
   constexpr uint64_t kAlign = std::max<uint64_t>(2 * kSizeSz, alignof(long double));
   constexpr uint64_t kMinSize = (4 * kSizeSz + kAlign - 1) & ~(kAlign - 1);
-  const uint64_t chunk = std::max<uint64_t>(kMinSize, (size + kSizeSz + kAlign - 1) & ~(kAlign - 1));
+  const uint64_t chunk =
+      std::max<uint64_t>(kMinSize, (size + kSizeSz + kAlign - 1) & ~(kAlign - 1));
   return chunk - 2 * kSizeSz;
 }
 
@@ -129,7 +130,8 @@ class BlockIndex {
     size_t first = 0;
     uint64_t lo = blocks_[0].address, hi = BlockEnd(blocks_[0]);
     for (size_t i = 1; i <= n_; ++i) {
-      const bool cut = i == n_ || blocks_[i - 1].size >= kLargeBlock || blocks_[i].size >= kLargeBlock ||
+      const bool cut = i == n_ || blocks_[i - 1].size >= kLargeBlock ||
+                       blocks_[i].size >= kLargeBlock ||
                        (blocks_[i].address > hi && blocks_[i].address - hi > kClusterGap);
       if (!cut) {
         hi = std::max(hi, BlockEnd(blocks_[i]));
