@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The leak checker's verdicts on fixtures/leak_roots.cc, one block per root kind.
+
+Runs the fixture under stackwalk-leakcheck --format=json with a report signal, asks for three
+reports (the signal, the C API's request, the exit) while its threads hold their blocks, and checks
+each report: held blocks are not leaks, the dropped list is direct 1 + indirect 9, the control block
+is a direct leak, the kept library's loader blocks are not leaks, the forking thread forked. Once
+per stop method (--stop-method=ptrace and =signal, when the launcher has the option), then with
+--anonymous-roots=0, where the arena's block must be a leak.
+Usage: leak_roots_test.py LAUNCHER FIXTURE LIBRARY
+Exit status 0 when every assertion holds; the table of assertions is printed either way.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HELD = {5101: "register of a running thread", 5102: "static TLS of a running thread",
+        5103: "static TLS of the main thread", 5104: "dynamic TLS of a running thread",
+        5105: "stack of a thread blocked in read()", 5106: "anonymous mmap arena"}
+ARENA, LIST_HEAD, LIST_NODE, LIST_NODES, CONTROL = 5106, 5107, 5108, 9, 5109
+KEPT_LIBRARY_FRAME = "OpenKeptLibrary"
+OCCASIONS = ("signal 12", "request", "exit")
+# A guard against a hung check (a deadlock is a failure), not a timed assertion.
+GUARD_SECONDS = 300
+
+results = []  # (run, occasion, assertion, ok, detail)
+
+
+def check(run, occasion, assertion, ok, detail=""):
+    results.append((run, occasion, assertion, bool(ok), detail))
+
+
+def kinds_of(report, size):
+    """{kind: allocations} over the leaks whose blocks are all `size` bytes. An entry without
+    "kind" (the checker before direct/indirect) counts as "leak"."""
+    kinds = {}
+    for entry in report.get("leaks", []):
+        n = entry.get("allocations", 0)
+        if n > 0 and entry.get("bytes") == size * n:
+            kind = entry.get("kind", "leak")
+            kinds[kind] = kinds.get(kind, 0) + n
+    return kinds
+
+
+def leaked(kinds):
+    return {k: n for k, n in kinds.items() if k != "reachable"}
+
+
+def run_fixture(launcher, fixture, library, options):
+    out = tempfile.NamedTemporaryFile(prefix="leak_roots.", suffix=".json", delete=False).name
+    command = [launcher, "--format=json", "--output", out, "--report-signal=SIGUSR2", *options,
+               fixture, library]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + GUARD_SECONDS
+    ready = child.stdout.readline().split()
+    if len(ready) != 2 or ready[0] != "ready":
+        child.kill()
+        return None, "no 'ready' line (exit %s)" % child.wait()
+    os.kill(int(ready[1]), signal.SIGUSR2)
+    # The signal's report is written by the checker; wait for it before the next one.
+    while True:
+        with open(out) as f:
+            if '"occasion":"signal' in f.read():
+                break
+        if time.monotonic() > deadline or child.poll() is not None:
+            child.kill()
+            return None, "no report for the signal"
+        time.sleep(0.05)
+    child.stdin.write("request\n")
+    child.stdin.flush()
+    requested = child.stdout.readline().strip()
+    child.stdin.write("exit\n")
+    child.stdin.close()
+    rest = child.stdout.read()
+    try:
+        status = child.wait(timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return None, "the exit report did not finish"
+    with open(out) as f:
+        reports = [json.loads(line) for line in f if line.strip()]
+    os.unlink(out)
+    forks = 0
+    for line in rest.splitlines():
+        if line.startswith("forks "):
+            forks = int(line.split()[1])
+    return {"status": status, "requested": requested, "forks": forks, "reports": reports}, ""
+
+
+def check_run(run, result, arena_is_root):
+    if result is None:
+        return
+    check(run, "-", "fixture exited 0", result["status"] == 0, "status %d" % result["status"])
+    req = result["requested"].split()
+    check(run, "-", "Report() returned OK", len(req) == 4 and req[1] == "0", result["requested"])
+    check(run, "-", "forked while checked", result["forks"] > 0, "%d forks" % result["forks"])
+    by_occasion = {r.get("occasion"): r for r in result["reports"]}
+    for occasion in OCCASIONS:
+        report = by_occasion.get(occasion)
+        check(run, occasion, "report written", report is not None)
+        if report is None:
+            continue
+        for size, where in HELD.items():
+            kinds = leaked(kinds_of(report, size))
+            if size == ARENA and not arena_is_root:
+                check(run, occasion, "arena block is a direct leak", kinds == {"direct": 1},
+                      str(kinds))
+            else:
+                check(run, occasion, "held: " + where, not kinds, str(kinds))
+        head, nodes = kinds_of(report, LIST_HEAD), kinds_of(report, LIST_NODE)
+        check(run, occasion, "list head listed as a leak", sum(leaked(head).values()) == 1, str(head))
+        check(run, occasion, "list nodes listed as leaks", sum(leaked(nodes).values()) == LIST_NODES,
+              str(nodes))
+        check(run, occasion, "list head direct", head == {"direct": 1}, str(head))
+        check(run, occasion, "list nodes indirect", nodes == {"indirect": LIST_NODES}, str(nodes))
+        control = kinds_of(report, CONTROL)
+        check(run, occasion, "control leak listed", sum(leaked(control).values()) == 1, str(control))
+        check(run, occasion, "control leak direct", control == {"direct": 1}, str(control))
+        loader = [e for e in report.get("leaks", []) if e.get("kind", "leak") != "reachable" and
+                  any(KEPT_LIBRARY_FRAME in fr.get("function", "") for fr in e.get("frames", []))]
+        check(run, occasion, "kept library's loader blocks not leaks", not loader,
+              "%d entries, %d bytes" % (len(loader), sum(e["bytes"] for e in loader)))
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    launcher, fixture, library = sys.argv[1:]
+    usage = subprocess.run([launcher, "--help"], capture_output=True, text=True).stdout
+    common = ["--unreachable-only"] if "--unreachable-only" in usage else []
+    if "--stop-method" in usage:
+        runs = [("stop_method=" + m, ["--stop-method=" + m]) for m in ("ptrace", "signal")]
+    else:
+        print("note: the launcher has no --stop-method: one run with its default")
+        runs = [("default", [])]
+    for name, options in runs:
+        result, why = run_fixture(launcher, fixture, library, common + options)
+        check(name, "-", "fixture ran", result is not None, why)
+        check_run(name, result, arena_is_root=True)
+    has_anonymous = "--anonymous-roots" in usage
+    check("anonymous_roots=0", "-", "launcher has --anonymous-roots", has_anonymous)
+    if has_anonymous:
+        result, why = run_fixture(launcher, fixture, library, common + ["--anonymous-roots=0"])
+        check("anonymous_roots=0", "-", "fixture ran", result is not None, why)
+        check_run("anonymous_roots=0", result, arena_is_root=False)
+
+    failed = 0
+    for run, occasion, assertion, ok, detail in results:
+        failed += not ok
+        print("%-4s %-18s %-10s %-42s %s" % ("ok" if ok else "FAIL", run, occasion, assertion,
+                                              "" if ok else detail))
+    print("%d assertions, %d failed" % (len(results), failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
