@@ -4,12 +4,14 @@
 Runs the fixture under stackwalk-leakcheck --format=json with a report signal, asks for three
 reports (the signal, the C API's request, the exit) while its threads hold their blocks, and checks
 each report: held blocks are not leaks, the dropped list is direct 1 + indirect 9, the control block
-is a direct leak, the kept library's loader blocks are not leaks, the forking thread forked. Once
-per stop method (--stop-method=ptrace and =signal, when the launcher has the option), then with
+is a direct leak, the kept library's loader blocks are not leaks, the summary counts the leaks
+listed, the forking thread forked; with a forced stop method, the report names it and every thread
+was stopped. Once per stop method (--stop-method=ptrace and =signal, when the launcher has the option), then with
 --anonymous-roots=0, where the arena's block must be a leak.
 Usage: leak_roots_test.py LAUNCHER FIXTURE LIBRARY
 Exit status 0 when every assertion holds; the table of assertions is printed either way.
 """
+import ctypes
 import json
 import os
 import signal
@@ -51,21 +53,32 @@ def leaked(kinds):
 
 
 def run_fixture(launcher, fixture, library, options):
-    out = tempfile.NamedTemporaryFile(prefix="leak_roots.", suffix=".json", delete=False).name
-    command = [launcher, "--format=json", "--output", out, "--report-signal=SIGUSR2", *options,
-               fixture, library]
+    with tempfile.TemporaryDirectory(prefix="leak_roots.") as scratch:
+        return run_in(launcher, fixture, library, options, scratch)
+
+
+def run_in(launcher, fixture, library, options, scratch):
+    # A report file per process: the forked children report at their _exit too.
+    command = [launcher, "--format=json", "--output", os.path.join(scratch, "%p.json"),
+               "--report-signal=SIGUSR2", *options, fixture, library]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + GUARD_SECONDS
     ready = child.stdout.readline().split()
     if len(ready) != 2 or ready[0] != "ready":
         child.kill()
         return None, "no 'ready' line (exit %s)" % child.wait()
-    os.kill(int(ready[1]), signal.SIGUSR2)
+    out = os.path.join(scratch, ready[1] + ".json")
+    # To the main thread (waiting in read): a process-directed signal could run the handler on
+    # the spinning thread, whose registers the kernel then saves on its own stack.
+    if ctypes.CDLL(None, use_errno=True).tgkill(int(ready[1]), int(ready[1]), signal.SIGUSR2) != 0:
+        child.kill()
+        return None, "tgkill failed"
     # The signal's report is written by the checker; wait for it before the next one.
     while True:
-        with open(out) as f:
-            if '"occasion":"signal' in f.read():
-                break
+        if os.path.exists(out):
+            with open(out) as f:
+                if '"occasion":"signal' in f.read():
+                    break
         if time.monotonic() > deadline or child.poll() is not None:
             child.kill()
             return None, "no report for the signal"
@@ -83,7 +96,6 @@ def run_fixture(launcher, fixture, library, options):
         return None, "the exit report did not finish"
     with open(out) as f:
         reports = [json.loads(line) for line in f if line.strip()]
-    os.unlink(out)
     forks = 0
     for line in rest.splitlines():
         if line.startswith("forks "):
@@ -91,7 +103,13 @@ def run_fixture(launcher, fixture, library, options):
     return {"status": status, "requested": requested, "forks": forks, "reports": reports}, ""
 
 
-def check_run(run, result, arena_is_root):
+def stop_of(report):
+    """The report's "stop" object (issue 16: the method that stopped the threads, and those it
+    could not stop), at the top level or in the summary; None before the stop existed."""
+    return report.get("stop", report.get("summary", {}).get("stop"))
+
+
+def check_run(run, result, arena_is_root, method=None):
     if result is None:
         return
     check(run, "-", "fixture exited 0", result["status"] == 0, "status %d" % result["status"])
@@ -104,6 +122,17 @@ def check_run(run, result, arena_is_root):
         check(run, occasion, "report written", report is not None)
         if report is None:
             continue
+        if method is not None:
+            stop = stop_of(report) or {}
+            check(run, occasion, "stopped with " + method, stop.get("method") == method, str(stop))
+            check(run, occasion, "every thread stopped", stop and not stop.get("unstopped"),
+                  str(stop.get("unstopped")))
+        summary = report.get("summary", {})
+        listed = [e for e in report.get("leaks", []) if e.get("kind", "leak") != "reachable"]
+        check(run, occasion, "summary counts the leaks listed",
+              (summary.get("bytes"), summary.get("allocations")) ==
+              (sum(e["bytes"] for e in listed), sum(e["allocations"] for e in listed)),
+              "summary %s/%s" % (summary.get("bytes"), summary.get("allocations")))
         for size, where in HELD.items():
             kinds = leaked(kinds_of(report, size))
             if size == ARENA and not arena_is_root:
@@ -133,14 +162,15 @@ def main():
     usage = subprocess.run([launcher, "--help"], capture_output=True, text=True).stdout
     common = ["--unreachable-only"] if "--unreachable-only" in usage else []
     if "--stop-method" in usage:
-        runs = [("stop_method=" + m, ["--stop-method=" + m]) for m in ("ptrace", "signal")]
+        runs = [("stop_method=" + m, m) for m in ("ptrace", "signal")]
     else:
         print("note: the launcher has no --stop-method: one run with its default")
-        runs = [("default", [])]
-    for name, options in runs:
-        result, why = run_fixture(launcher, fixture, library, common + options)
+        runs = [("default", None)]
+    for name, method in runs:
+        options = common + (["--stop-method=" + method] if method else [])
+        result, why = run_fixture(launcher, fixture, library, options)
         check(name, "-", "fixture ran", result is not None, why)
-        check_run(name, result, arena_is_root=True)
+        check_run(name, result, arena_is_root=True, method=method)
     has_anonymous = "--anonymous-roots" in usage
     check("anonymous_roots=0", "-", "launcher has --anonymous-roots", has_anonymous)
     if has_anonymous:
