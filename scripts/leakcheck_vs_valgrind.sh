@@ -40,7 +40,11 @@ declare -A KNOWN=(
 
 usage="$("$launcher" --help 2>&1)"
 flags=(--format=json)
-if grep -q -- '--unreachable-only' <<<"$usage"; then flags+=(--unreachable-only); fi
+# Before issue 16 only --unreachable-only gives the leaks; with --show-reachable the plain report
+# lists leaks only and --unreachable-only is an ignored no-op.
+if grep -q -- '--unreachable-only' <<<"$usage" && ! grep -q -- '--show-reachable' <<<"$usage"; then
+  flags+=(--unreachable-only)
+fi
 
 # "BYTES BLOCKS" of definitely + indirectly lost in valgrind's XML. A definitely-lost record's
 # leakedbytes include the indirect bytes under it ("8,064 (56 direct, 8,008 indirect) bytes"),
