@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +43,7 @@ std::atomic<bool> g_reporter_stopping{false};
 pthread_t g_reporter;
 int g_report_signal = 0;
 struct sigaction g_previous_action;
+std::atomic<int32_t> g_reporter_tid{0};
 
 void OnReportSignal(int) {
   int saved = errno;
@@ -54,6 +56,7 @@ void* ReporterMain(void*) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  g_reporter_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   char occasion[32];
   std::snprintf(occasion, sizeof(occasion), "signal %d", g_report_signal);
   for (;;) {
@@ -62,6 +65,7 @@ void* ReporterMain(void*) {
     if (g_reporter_stopping.load()) break;
     WriteReport(GlobalState(), occasion);
   }
+  g_reporter_tid.store(0);
   return nullptr;
 }
 
@@ -82,6 +86,7 @@ bool LaunchReporter() {
 void AfterForkChild() {
   AfterForkParent();
   ForgetThreadAfterFork();
+  g_reporter_tid.store(0);
   KeepReportDestination();  // the child reports its own blocks, as itself
   // The reporter thread was not copied: the child gets its own.
   if (g_reporter_running.load()) LaunchReporter();
@@ -112,6 +117,8 @@ void StopSignalReports() {
   sem_post(&g_report_requests);
   pthread_join(g_reporter, nullptr);
 }
+
+int32_t SignalReporterTid() { return g_reporter_tid.load(); }
 
 void ReportAtExit() {
   State& s = GlobalState();
