@@ -417,7 +417,10 @@ absl::StatusOr<LeakCheck> CheckLeaks(const CheckOptions& options) {
   const int code = stackwalk_leakcheck_check_each(each, &check, &check.summary);
   if (code != STACKWALK_LEAKCHECK_OK) return StatusOf(code);
   if (options.name_frames && !check.leaks.empty()) {
-    FrameNamer namer;  // per check: a report's namer is too (names library loaded on demand)
+    // In-process, what naming allocates through a hooked object (libstdc++'s demangler) is
+    // freed by an unhooked one (libstackwalk): not the program's, so not recorded.
+    ReentryGuard own;
+    FrameNamer namer;  // per check, as a report's namer
     for (LeakRecord& leak : check.leaks) {
       std::vector<void*> pcs(leak.pcs.size());
       for (size_t i = 0; i < pcs.size(); ++i) pcs[i] = reinterpret_cast<void*>(leak.pcs[i]);
