@@ -182,3 +182,19 @@ TEST(LeakcheckChecks, InProcessCheckIntervalAppendsAReportPerCheck) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LeakcheckChecks, PreloadedPeriodicChecksGoOnInAForkedChild) {
+  const std::string out = Output("timeout 120 " + std::string(STACKWALK_LEAKCHECK) +
+                                 " --check-interval 1 --output /dev/null " + kChecks +
+                                 " fork preload 2>&1");
+  EXPECT_EQ(out, "child saw a check: yes\n");
+}
+
+TEST(LeakcheckChecks, InProcessPeriodicChecksGoOnInAForkedChild) {
+  const std::string out = Output("timeout 120 " + kChecks + " fork inprocess /dev/null 2>&1");
+  EXPECT_EQ(out, "child saw a check: yes\n");
+}
+
+}  // namespace
