@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -273,9 +272,6 @@ std::atomic<int32_t> g_checker_tid{0};
 
 void* CheckerMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   g_checker_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   timespec next{};
   clock_gettime(CLOCK_MONOTONIC, &next);
@@ -297,15 +293,9 @@ void* CheckerMain(void*) {
 }
 
 bool LaunchChecker() {
-  ReentryGuard setup;
   g_checker_stopping.store(false);
   sem_init(&g_checker_wake, 0, 0);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  const bool ok = pthread_create(&g_checker, &attr, CheckerMain, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  if (ok) pthread_setname_np(g_checker, "stackwalk-check");
+  const bool ok = LaunchCheckerThread(&g_checker, CheckerMain, "stackwalk-check");
   g_checker_running.store(ok);
   return ok;
 }

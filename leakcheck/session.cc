@@ -53,9 +53,6 @@ void OnReportSignal(int) {
 
 void* ReporterMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   g_reporter_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   char occasion[32];
   std::snprintf(occasion, sizeof(occasion), "signal %d", g_report_signal);
@@ -70,15 +67,9 @@ void* ReporterMain(void*) {
 }
 
 bool LaunchReporter() {
-  ReentryGuard setup;
   g_reporter_stopping.store(false);
   sem_init(&g_report_requests, 0, 0);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  bool ok = pthread_create(&g_reporter, &attr, ReporterMain, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  if (ok) pthread_setname_np(g_reporter, "stackwalk-leaks");
+  const bool ok = LaunchCheckerThread(&g_reporter, ReporterMain, "stackwalk-leaks");
   g_reporter_running.store(ok);
   return ok;
 }
@@ -93,6 +84,21 @@ void AfterForkChild() {
 }
 
 }  // namespace
+
+bool LaunchCheckerThread(pthread_t* thread, void* (*main)(void*), const char* name) {
+  ReentryGuard setup;  // the thread's own memory is the checker's
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);  // inherited by the new thread
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  const bool ok = pthread_create(thread, &attr, main, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (ok) pthread_setname_np(*thread, name);
+  return ok;
+}
 
 void InstallForkHandlers() {
   static std::once_flag once;
