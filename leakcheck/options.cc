@@ -222,6 +222,10 @@ const OptionSpec kOptionSpecs[] = {
      SetBool<&Options::unreachable_only>, ShowBool<&Options::unreachable_only>,
      "scan memory for pointers and report only blocks nothing reachable points to (definitely "
      "and indirectly lost)"},
+    {"check_interval", "check-interval", 0, "SECONDS", OptionType::kNumber,
+     SetNumber<int, &Options::check_interval, 0, 86400>, ShowNumberField<int, &Options::check_interval>,
+     "every SECONDS, check for leaks found since the last check and append them to the output "
+     "(a thread of the checker's own); 0: none"},
     {"report_at_exit", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_at_exit>,
      ShowBool<&Options::report_at_exit>, "write the report at exit"},
 };

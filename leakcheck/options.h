@@ -25,6 +25,7 @@ struct Options {
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report
   bool follow_exec = false;  // keep the preload for programs this one executes
   bool unreachable_only = false;  // report only blocks no pointer chain from the roots reaches
+  int check_interval = 0;  // seconds between checks by a thread of the checker's own; 0: none
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "leakcheck/checks.h"
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/report_classify.h"
 #include "leakcheck/report_collect.h"
@@ -24,16 +25,25 @@ SpinLock& ReportLock() {
   return lock;
 }
 
+int& ReportCount() {
+  static int reports_written = 0;
+  return reports_written;
+}
+
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer) {
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
+  // The check reads this thread's stack from the outermost entry up (WriteReport's, else here).
+  CheckEntry entry;
   const Options& options = state.options;
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
     CheckOutcome check;
     ClassifyBlocks(state, &check);
+    // Ignored blocks out, and for a check those an earlier check returned (checks.h).
+    const size_t n =
+        SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
     const Allocation* blocks = check.blocks.data();
-    const size_t n = check.blocks.size();
     // Every stack is named before the tallies: at exit some are not the program's.
     std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
@@ -47,8 +57,8 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
 
 ReportTotals WriteReport(State& state, const char* occasion) {
   CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
-  static int reports_written = 0;
   SpinLockHolder hold(ReportLock());
+  int& reports_written = ReportCount();
   const Options& options = state.options;
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
   const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer);

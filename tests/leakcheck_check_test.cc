@@ -216,6 +216,27 @@ TEST(RunCheck, WithoutAnonymousRootsTheLoadersBlocksAreRoots) {
   dlclose(library);
 }
 
+thread_local void* volatile t_kept = nullptr;
+
+TEST(RunCheck, AnExitedThreadsCachedStackIsNotARoot) {
+  // glibc keeps a joined thread's stack, its static TLS at the top, mapped for the next thread:
+  // the block the thread held only in a thread-local is a leak once it exited, though its
+  // address is still in that mapping.
+  Hooked hooked;
+  std::atomic<uintptr_t> mangled{0};
+  std::thread thread([&mangled] {
+    t_kept = malloc(90);
+    mangled.store(Mangle(t_kept));
+  });
+  thread.join();
+  ClobberStack();
+  {
+    const CheckOutcome out = Check();
+    EXPECT_EQ(VerdictOf(out, mangled.load()), Verdict::kDirect);
+  }
+  FreeMangled(mangled.load());
+}
+
 // A thread that holds a block only on its stack until told to go.
 struct Holder {
   std::atomic<int> stage{0};  // 1: holding, 2: let go

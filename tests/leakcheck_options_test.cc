@@ -32,7 +32,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
       {"output", "/tmp/x"},  {"exitcode", "23"},     {"min_size", "16"},
       {"max_frames", "8"},   {"method", "ehframe"},  {"format", "json"},
       {"libraries", "a*,b"}, {"ignore_libraries", "c*"}, {"report_signal", "SIGUSR2"},
-      {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"}};
+      {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"},
+      {"check_interval", "5"}};
   ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
   Options o;
   for (const auto& [key, value] : good) {
@@ -51,6 +52,7 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
   EXPECT_TRUE(o.follow_exec);
   EXPECT_TRUE(o.unreachable_only);
   EXPECT_FALSE(o.report_at_exit);
+  EXPECT_EQ(o.check_interval, 5);
 }
 
 TEST(LeakcheckOptions, BadValuesChangeNothing) {

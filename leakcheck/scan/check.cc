@@ -122,6 +122,57 @@ class LoaderStacks {
   size_t count_ = 0;
 };
 
+// glibc keeps the stacks of exited threads for reuse (up to 40 MiB): anonymous mappings full of
+// the dead threads' stale words, which as anonymous roots would hold what those threads leaked.
+// On x86_64 a glibc thread stack ends with its struct pthread, whose header starts at the thread
+// pointer with tcb == self == its own address (tcbhead_t); a mapping with one near its top that is
+// no live thread's thread pointer, and holding no live thread's stack pointer, is a cached stack.
+// Elsewhere (the TCB lies at the thread pointer's other side) nothing is excluded.
+constexpr size_t kMaxDeadStacks = 64;
+constexpr size_t kTcbSearch = 8192;  // bytes below a mapping's top searched for the header
+
+size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
+                            uintptr_t caller_sp, MemoryReader& reader, uintptr_t* buffer,
+                            internal::AddressRange* out, size_t capacity) {
+#if defined(__x86_64__)
+  for (size_t t = 0; t < world.size(); ++t) {
+    const StoppedThread& thread = world.thread(t);
+    if (thread.state != StoppedThread::State::kGone && thread.thread_pointer == 0 &&
+        thread.sp == 0) {
+      return 0;  // a live thread we cannot place: any stack may be its
+    }
+  }
+  const uintptr_t caller_tp = CurrentThreadPointer();
+  size_t count = 0;
+  for (size_t i = 0; i < maps.size() && count < capacity; ++i) {
+    const MapsEntry& entry = maps[i];
+    if (entry.kind != MapsEntry::Kind::kAnonymous || !entry.readable || !entry.writable ||
+        entry.range.hi - entry.range.lo < 2 * kTcbSearch || entry.range.Contains(caller_sp)) {
+      continue;
+    }
+    const uintptr_t lo = static_cast<uintptr_t>(entry.range.hi) - kTcbSearch;
+    if (!reader.Read(lo, buffer, kTcbSearch)) continue;
+    uintptr_t tcb = 0;
+    for (size_t w = 0; w + 2 < kTcbSearch / sizeof(uintptr_t); w += 8) {  // 64-byte aligned
+      const uintptr_t at = lo + w * sizeof(uintptr_t);
+      if (buffer[w] == at && buffer[w + 2] == at) tcb = at;
+    }
+    if (tcb == 0 || tcb == caller_tp) continue;
+    bool live = false;
+    for (size_t t = 0; t < world.size() && !live; ++t) {
+      const StoppedThread& thread = world.thread(t);
+      if (thread.state == StoppedThread::State::kGone) continue;
+      live = thread.thread_pointer == tcb || entry.range.Contains(thread.sp);
+    }
+    if (!live) out[count++] = entry.range;
+  }
+  return count;
+#else
+  (void)maps, (void)world, (void)caller_sp, (void)reader, (void)buffer, (void)out, (void)capacity;
+  return 0;
+#endif
+}
+
 // What the stopped section works on and leaves behind. Plain fields and own memory only.
 struct Section {
   State* state;
@@ -194,12 +245,17 @@ void StoppedSection(Section& s) {
     if (!s.maps->Read()) {
       s.error = "/proc/self/maps could not be read";
     } else {
-      internal::AddressRange excluded[kMaxCheckerThreads];
+      internal::AddressRange excluded[kMaxCheckerThreads + kMaxDeadStacks];
       size_t excluded_count = 0;
       for (size_t i = 0; i < skip_count; ++i) {
         if (const MapsEntry* entry = s.maps->Find(probes[i])) {
           excluded[excluded_count++] = entry->range;
         }
+      }
+      if (auto* buffer = s.scratch->AllocateArray<uintptr_t>(kTcbSearch / sizeof(uintptr_t))) {
+        SafeReader tcb_reader(s.maps);
+        excluded_count += FindDeadThreadStacks(*s.maps, *s.world, s.caller_sp, tcb_reader, buffer,
+                                               excluded + excluded_count, kMaxDeadStacks);
       }
       RootInputs inputs;
       inputs.threads = s.world->threads();
@@ -219,6 +275,10 @@ void StoppedSection(Section& s) {
       }
       // LeakSanitizer's rule where anonymous mappings are not roots (rtld's own memory among
       // them): blocks the loader allocated are.
+      // Blocks the program marked as intended leaks (IgnoreObject) are roots.
+      for (size_t i = 0; i < s.n; ++i) {
+        if (IsIgnored(s.blocks[i])) s.marks[i] = 1;
+      }
       bool ok = true;
       if (!s.request->roots.anonymous_mappings) {
         LoaderStacks loader(state.stacks, *s.self, *s.loader, s.scratch);
@@ -290,10 +350,15 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
   out->complete = section.marked && section.error == nullptr;
   out->error = section.ran ? (section.error != nullptr ? section.error : "") : "no loaded object";
   Verdict* verdicts = scratch.AllocateArray<Verdict>(section.n == 0 ? 1 : section.n);
+  uint8_t* ignored = scratch.AllocateArray<uint8_t>(section.n == 0 ? 1 : section.n);
   if (out->complete && section.n > 0) {
     SafeReader reader(nullptr);
-    if (verdicts == nullptr || !SplitLeaks(section.blocks, section.n, section.marks, nullptr,
-                                           reader, verdicts, &scratch)) {
+    if (ignored != nullptr) {
+      for (size_t i = 0; i < section.n; ++i) ignored[i] = IsIgnored(section.blocks[i]) ? 1 : 0;
+    }
+    if (verdicts == nullptr || ignored == nullptr ||
+        !SplitLeaks(section.blocks, section.n, section.marks, ignored, reader, verdicts,
+                    &scratch)) {
       out->complete = false;
       out->error = "out of scratch memory for the split";
     }

@@ -18,7 +18,6 @@ constexpr unsigned kPageShift = 8;
 constexpr uint64_t kClusterGap = uint64_t{4} << 10;
 constexpr uint64_t kLargeBlock = uint64_t{64} << 10;
 constexpr size_t kReadChunk = size_t{64} << 10;  // bytes read through the MemoryReader at once
-constexpr uint64_t kSequenceMask = ~(uint64_t{1} << 63);  // bit 63: a flag, not the order
 
 // Where glibc's header of the chunk after a block of `size` bytes starts, from the block's start
 // (malloc.c's request2size; the user pointer is 2 * SIZE_SZ past its chunk): a block that uses
@@ -299,7 +298,7 @@ bool SplitLeaks(const Allocation* blocks, size_t n, const uint8_t* marks, const 
     if (out[i] == Verdict::kDirect) order[m++] = static_cast<uint32_t>(i);
   }
   std::sort(order, order + m, [blocks](uint32_t a, uint32_t b) {
-    const uint64_t sa = blocks[a].sequence & kSequenceMask, sb = blocks[b].sequence & kSequenceMask;
+    const uint64_t sa = SequenceNumber(blocks[a]), sb = SequenceNumber(blocks[b]);
     return sa != sb ? sa < sb : blocks[a].address < blocks[b].address;
   });
   for (size_t o = 0; o < m; ++o) {
