@@ -32,32 +32,31 @@ int& ReportCount() {
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
                        std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
-  // Where the reachability scan starts on this thread's stack: above this frame's callees, which
-  // hold the scan's own copies of block addresses.
-  const int stack_mark = 0;
+  // The check reads this thread's stack from the outermost entry up (WriteReport's, else here).
+  CheckEntry entry;
   const Options& options = state.options;
-  const bool scan = options.unreachable_only || scope != nullptr;
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
-    LiveSnapshot live(state.allocations);
-    std::vector<Verdict> verdicts =
-        ClassifyBlocks(live.begin(), live.size(), scan, state.threads,
-                       KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
+    CheckOutcome check;
+    ClassifyBlocks(state, &check);
     // Ignored blocks out, and for a check those an earlier check returned (checks.h).
-    const size_t n = SelectBlocks(live.begin(), live.size(), &verdicts, scope);
+    const size_t n =
+        SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
+    const Allocation* blocks = check.blocks.data();
     // Every stack is named before the tallies: at exit some are not the program's.
-    std::vector<NamedStack> stacks = CollectStacks(live.begin(), n, state.stacks);
+    std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
-    GroupBlocks(live.begin(), n, verdicts, stacks, report.at_exit, &report);
+    GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
+    report.summary.scanned = check.complete;
   }
-  report.summary.scanned = scan;
   FilterEntries(options.libraries, options.ignore_libraries, &report);
   LabelThreads(state.threads, &report);
   return report;
 }
 
 ReportTotals WriteReport(State& state, const char* occasion) {
+  CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
   SpinLockHolder hold(ReportLock());
   int& reports_written = ReportCount();
   const Options& options = state.options;
