@@ -129,7 +129,7 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
     if (out->records.size() <= deliver) returned.emplace_back(entry.stack_id, entry.verdict);
   }
   std::sort(returned.begin(), returned.end());
-  std::vector<Allocation> flag;
+  BlockCopies flag;
   for (const Allocation& a : scope.leaks) {
     // The leak's verdict is not kept beside it: either of its stack's leak records returned
     // covers it only if that record's kind is the block's, so look both up.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/scan/block_copies.h"
 #include "leakcheck/scan/verdict.h"
 #include "leakcheck/state.h"
 #include "stackwalk/leakcheck.h"
@@ -23,7 +24,7 @@ namespace stackwalk::leakcheck {
 // only the blocks no earlier check returned, and the leaked blocks it found (to be flagged once
 // the check knows which records it returned).
 struct CheckScope {
-  std::vector<Allocation> leaks;  // out: the leaked blocks listed (sequence flags cleared)
+  BlockCopies leaks;  // out: the leaked blocks listed (sequence flags cleared)
 };
 
 // BuildReport's select step, after the classify stage: leaves out of `blocks` (and `*verdicts`,

@@ -126,7 +126,8 @@ class LoaderStacks {
 // the dead threads' stale words, which as anonymous roots would hold what those threads leaked.
 // On x86_64 a glibc thread stack ends with its struct pthread, whose header starts at the thread
 // pointer with tcb == self == its own address (tcbhead_t); a mapping with one near its top that is
-// no live thread's thread pointer, and holding no live thread's stack pointer, is a cached stack.
+// no live thread's thread pointer, and holding no live thread's stack pointer, is a cached stack,
+// excluded below that header.
 // Elsewhere (the TCB lies at the thread pointer's other side) nothing is excluded.
 constexpr size_t kMaxDeadStacks = 64;
 constexpr size_t kTcbSearch = 8192;  // bytes below a mapping's top searched for the header
@@ -164,7 +165,9 @@ size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
       if (thread.state == StoppedThread::State::kGone) continue;
       live = thread.thread_pointer == tcb || entry.range.Contains(thread.sp);
     }
-    if (!live) out[count++] = entry.range;
+    // Only the dead stack and TLS below the header: the cached struct pthread still points to
+    // the thread's DTV (glibc keeps it for the stack's next thread), which is no leak.
+    if (!live) out[count++] = {entry.range.lo, tcb};
   }
   return count;
 #else
@@ -323,10 +326,7 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
                                                   const ucontext_t& caller, uintptr_t caller_sp,
                                                   CheckOutcome* out) {
   const uint64_t check_start = NowNs();
-  if (!out->blocks.empty()) {
-    explicit_bzero(out->blocks.data(), out->blocks.size() * sizeof(Allocation));
-  }
-  *out = CheckOutcome();  // a copy: the old (zeroed) buffers are kept or freed zeroed
+  *out = CheckOutcome();  // the old block copies are wiped as they are freed (BlockCopies)
   const ObjectRanges self = FindObject(0, reinterpret_cast<uintptr_t>(&RunCheck));
   const ObjectRanges loader = FindObject(static_cast<uintptr_t>(getauxval(AT_BASE)), 0);
 
@@ -388,10 +388,6 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
 }
 
 }  // namespace
-
-CheckOutcome::~CheckOutcome() {
-  if (!blocks.empty()) explicit_bzero(blocks.data(), blocks.size() * sizeof(Allocation));
-}
 
 void RegisterCheckerThread() {
   const int32_t tid = CurrentTid();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/scan/block_copies.h"
 #include "leakcheck/scan/roots.h"
 #include "leakcheck/scan/stop_world.h"
 #include "leakcheck/scan/verdict.h"
@@ -35,15 +36,7 @@ struct UnstoppedThread {
 };
 
 struct CheckOutcome {
-  CheckOutcome() = default;
-  CheckOutcome(const CheckOutcome&) = default;
-  CheckOutcome& operator=(const CheckOutcome&) = default;
-  // Zeroes the copy of every block's address before its memory goes back to the allocator: a
-  // block that later reused it, not cleared, would hold them all, and a leak it points to would
-  // pass for reachable.
-  ~CheckOutcome();
-
-  std::vector<Allocation> blocks;  // the live blocks, sorted by address
+  BlockCopies blocks;              // the live blocks, sorted by address (wiped when freed)
   std::vector<Verdict> verdicts;   // one per block
   StopMethod method = StopMethod::kNone;
   std::string fallback_reason;     // why ptrace was not used ("" if it was, or was not asked for)
