@@ -14,6 +14,8 @@
 #include "leakcheck/report_name.h"
 #include "leakcheck/report_render_json.h"
 #include "leakcheck/report_render_text.h"
+#include "leakcheck/report_suppress.h"
+#include "leakcheck/suppressions.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/state.h"
 
@@ -23,6 +25,25 @@ SpinLock& ReportLock() {
   static SpinLock lock;  // constant-initialized
   return lock;
 }
+
+namespace {
+
+// The suppress stage (report_suppress.h) with the built-in rule and the `suppressions` files; a
+// file that cannot be read or parsed leaves every file out, and the report says why.
+void ApplySuppressions(const Options& options, const Allocation* blocks, size_t n,
+                       const std::vector<NamedStack>& stacks, std::vector<Verdict>* verdicts,
+                       LeakReport* report) {
+  Suppressions suppressions;
+  if (const absl::Status status = suppressions.AddFiles(options.suppressions); !status.ok()) {
+    report->suppressions_error = std::string(status.message());
+    suppressions = Suppressions();
+  }
+  suppressions.AddBuiltin();
+  // No spread yet: only blocks whose own stack matches are suppressed.
+  SuppressLeaks(blocks, n, stacks, LeakSpread(), &suppressions, verdicts, report);
+}
+
+}  // namespace
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
                        std::unique_ptr<FrameNamer>* namer) {
@@ -34,16 +55,17 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
   CollectHeader(state, occasion, number, &report);
   {
     LiveSnapshot live(state.allocations);
-    const std::vector<Verdict> verdicts =
-        ClassifyBlocks(live.begin(), live.size(), options.unreachable_only, state.threads,
+    std::vector<Verdict> verdicts =
+        ClassifyBlocks(live.begin(), live.size(), /*scan=*/true, state.threads,
                        KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
     // Every stack is named before the tallies: at exit some are not the program's.
     std::vector<NamedStack> stacks = CollectStacks(live.begin(), live.size(), state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
+    ApplySuppressions(options, live.begin(), live.size(), stacks, &verdicts, &report);
     GroupBlocks(live.begin(), live.size(), verdicts, stacks, report.at_exit, &report);
   }
-  report.summary.scanned = options.unreachable_only;
-  FilterEntries(options.libraries, options.ignore_libraries, &report);
+  report.summary.scanned = true;
+  FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
   return report;
 }
