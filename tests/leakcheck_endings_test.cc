@@ -53,7 +53,7 @@ void ExpectFixtureReport(const Ending& run) {
   EXPECT_TRUE(std::regex_search(run.stderr_text,
                                 std::regex("process [0-9]+ \\([^)]*leak_endings\\)")))
       << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("Leak of 4321 bytes"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("leak of 4321 byte(s)"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("endings_leak"), std::string::npos) << run.stderr_text;
 }
 
@@ -162,7 +162,7 @@ TEST(LeakcheckEndings, SetIdProgramsOfAnotherOwnerAreRefused) {
   ASSERT_EQ(chmod(own.c_str(), 04755), 0);
   Ending run = Launch(own + " plain");
   EXPECT_EQ(run.status, 0);
-  EXPECT_NE(run.stderr_text.find("Leak of 4321 bytes"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("leak of 4321 byte(s)"), std::string::npos) << run.stderr_text;
 }
 
 TEST(LeakcheckEndings, AProgramWithFileCapabilitiesIsRefused) {

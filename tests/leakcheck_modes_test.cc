@@ -59,7 +59,7 @@ void ExpectFormLeaks(const std::string& report, bool preloaded) {
   if (preloaded) {
     expected.push_back(ConstructorLeak());
   } else {
-    EXPECT_EQ(report.find("Leak of 19 bytes"), std::string::npos) << report;
+    EXPECT_EQ(report.find("leak of 19 byte(s)"), std::string::npos) << report;
   }
   for (const ExpectedLeak& leak : expected) {
     std::string block = LeakBlock(report, leak.what);
@@ -74,7 +74,7 @@ void ExpectFormLeaks(const std::string& report, bool preloaded) {
     EXPECT_EQ(block.find("leakcheck::"), std::string::npos) << block;
   }
   // The worker named itself after allocating: the name it had at exit is shown.
-  EXPECT_NE(LeakBlock(report, "4099 bytes in 1 allocation").find("from thread forms-worker (tid "),
+  EXPECT_NE(LeakBlock(report, "4099 bytes in 1 allocation").find("by thread forms-worker (tid "),
             std::string::npos) << report;
   // The plugin was dlclose'd before the report: still named, from its file.
   const int plugin_line = Sites(LEAKY_PLUGIN_SOURCE).at("plugin");
@@ -85,8 +85,8 @@ void ExpectFormLeaks(const std::string& report, bool preloaded) {
   EXPECT_NE(plugin.find("/libleaky_plugin.so+0x"), std::string::npos) << plugin;
   EXPECT_NE(plugin.find("in (anonymous namespace)::RunPlugin() at "), std::string::npos) << plugin;
   // Freed by a static destructor after main, or by a library's destructor: not a leak.
-  EXPECT_EQ(report.find("Leak of 777 bytes"), std::string::npos) << report;
-  EXPECT_EQ(report.find("Leak of 4321 bytes"), std::string::npos) << report;
+  EXPECT_EQ(report.find("leak of 777 byte(s)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("leak of 4321 byte(s)"), std::string::npos) << report;
 }
 
 TEST(LeakcheckModes, PreloadedReportsEveryFormAtItsLine) {
@@ -120,12 +120,12 @@ TEST(LeakcheckModes, ForkedChildKeepsRecording) {
   std::string command = "timeout 60 " + std::string(STACKWALK_LEAKCHECK) + " --output " + dir +
                         "/leaks.%p.txt " + kForms + " fork >/dev/null 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0);
-  EXPECT_EQ(Output("grep -l 'Leak of 23 bytes' " + dir + "/leaks.*.txt | wc -l"), "1\n");
-  EXPECT_EQ(Output("grep -l 'Leak of 29 bytes' " + dir + "/leaks.*.txt | wc -l"), "1\n");
-  EXPECT_EQ(Output("grep -l 'Leak of 23 bytes' " + dir + "/leaks.*.txt | xargs grep -c 'Leak of 29 bytes'"),
+  EXPECT_EQ(Output("grep -l 'leak of 23 byte(s)' " + dir + "/leaks.*.txt | wc -l"), "1\n");
+  EXPECT_EQ(Output("grep -l 'leak of 29 byte(s)' " + dir + "/leaks.*.txt | wc -l"), "1\n");
+  EXPECT_EQ(Output("grep -l 'leak of 23 byte(s)' " + dir + "/leaks.*.txt | xargs grep -c 'leak of 29 byte(s)'"),
             "0\n");
   // Both saw the constructor's block, made before the fork.
-  EXPECT_EQ(Output("grep -l 'Leak of 19 bytes' " + dir + "/leaks.*.txt | wc -l"), "2\n");
+  EXPECT_EQ(Output("grep -l 'leak of 19 byte(s)' " + dir + "/leaks.*.txt | wc -l"), "2\n");
 }
 
 TEST(LeakcheckModes, InProcessHooksOnlyTheChosenLibrariesAndRestoresThem) {
@@ -154,8 +154,8 @@ TEST(LeakcheckModes, InProcessHooksOnlyTheChosenLibrariesAndRestoresThem) {
   const std::string first = both.substr(0, second);
   ExpectFormLeaks(first, false);
   // Only the chosen objects were hooked: not libstdc++ (the string's characters), not the program.
-  EXPECT_EQ(first.find("Leak of 201 bytes"), std::string::npos) << first;
-  EXPECT_EQ(first.find("Leak of 998 bytes"), std::string::npos) << first;
+  EXPECT_EQ(first.find("leak of 201 byte(s)"), std::string::npos) << first;
+  EXPECT_EQ(first.find("leak of 998 byte(s)"), std::string::npos) << first;
   EXPECT_NE(first.find("SUMMARY: stackwalk-leakcheck: 5928 bytes live in 19 allocations."),
             std::string::npos) << first;
   // The second session saw only its own calloc; the malloc made while stopped is not there.

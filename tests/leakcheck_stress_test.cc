@@ -78,7 +78,7 @@ TEST(LeakcheckStress, ForkWhileReportsAreWrittenLeavesWorkingChildren) {
   EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw << "\n" << stdout_text;
   EXPECT_NE(stdout_text.find("forks " + std::to_string(kRounds) + ", bad children 0\n"), std::string::npos) << stdout_text;
   // Each child's exit report shows its own leak.
-  EXPECT_EQ(Output("grep -l 'Leak of 4242 bytes' " + dir + "/leaks.*.txt | wc -l"),
+  EXPECT_EQ(Output("grep -l 'leak of 4242 byte(s)' " + dir + "/leaks.*.txt | wc -l"),
             std::to_string(kRounds) + "\n");
 }
 
