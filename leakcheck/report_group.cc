@@ -80,20 +80,27 @@ void FilterEntries(const char* libraries, const char* ignore_libraries, bool sho
                    LeakReport* report) {
   std::vector<ReportEntry>& entries = report->entries;
   ReportSummary& summary = report->summary;
+  report->show_reachable = show_reachable;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const ReportEntry& entry) {
+                                 return entry.verdict == Verdict::kIgnored ||
+                                        !PassesLibraryFilters(libraries, ignore_libraries,
+                                                              entry.frames);
+                               }),
+                entries.end());
+  summary.reachable_bytes = summary.reachable_allocations = 0;
   for (const ReportEntry& entry : entries) {
     if (entry.verdict != Verdict::kReachable) continue;
     summary.reachable_bytes += entry.bytes;
     summary.reachable_allocations += entry.count;
   }
-  report->show_reachable = show_reachable;
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [&](const ReportEntry& entry) {
-                                 return entry.verdict == Verdict::kIgnored ||
-                                        (entry.verdict == Verdict::kReachable && !show_reachable) ||
-                                        !PassesLibraryFilters(libraries, ignore_libraries,
-                                                              entry.frames);
-                               }),
-                entries.end());
+  if (!show_reachable) {
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [](const ReportEntry& entry) {
+                                   return entry.verdict == Verdict::kReachable;
+                                 }),
+                  entries.end());
+  }
   std::sort(entries.begin(), entries.end(), [](const ReportEntry& a, const ReportEntry& b) {
     const bool a_reachable = a.verdict == Verdict::kReachable;
     const bool b_reachable = b.verdict == Verdict::kReachable;

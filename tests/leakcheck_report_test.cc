@@ -138,6 +138,14 @@ TEST(LeakReportGroup, DirectAndIndirectAreTotalledApartAndReachableShownOnReques
     EXPECT_EQ(s.reachable_bytes, 130u);
     EXPECT_EQ(s.reachable_allocations, 2u);
   }
+  // The library filters apply to the reachable totals too: only the plugin's stack (2) passes.
+  LeakReport plugin;
+  GroupBlocks(kBlocks.data(), kBlocks.size(), verdicts, Stacks(), false, &plugin);
+  FilterEntries("libplugin*", "", true, &plugin);
+  ASSERT_EQ(plugin.entries.size(), 1u);
+  EXPECT_EQ(plugin.summary.indirect_bytes, 250u);
+  EXPECT_EQ(plugin.summary.reachable_bytes, 0u);
+  EXPECT_EQ(plugin.summary.direct_bytes, 0u);
 }
 
 TEST(LeakReportGroup, LibraryFilters) {
