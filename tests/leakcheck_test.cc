@@ -387,6 +387,50 @@ TEST(Leakcheck, SuppressionsTakeLeaksOutAndAreCounted) {
             std::string::npos);
 }
 
+// Every report line against docs/schema/leak_report.schema.json (its frames against
+// frame.schema.json), by Python's jsonschema: "N reports, M errors" and the first error.
+std::string CheckAgainstSchema(const std::string& path) {
+  const std::string script =
+      "import json,sys\n"
+      "from jsonschema import Draft202012Validator\n"
+      "from referencing import Registry, Resource\n"
+      "leak=json.load(open(sys.argv[1])); frame=json.load(open(sys.argv[2]))\n"
+      "v=Draft202012Validator(leak, registry=Registry().with_resource(frame['$id'], "
+      "Resource.from_contents(frame)))\n"
+      "lines=[l for l in open(sys.argv[3]) if l.strip()]\n"
+      "errors=[e for l in lines for e in v.iter_errors(json.loads(l))]\n"
+      "print(len(lines), 'reports,', len(errors), 'errors', errors[0].message if errors else '')\n";
+  const std::string file = path + ".py";
+  std::ofstream(file) << script;
+  return Output("python3 " + file + " " + LEAK_REPORT_SCHEMA + " " + FRAME_SCHEMA + " " + path +
+                " 2>&1");
+}
+
+TEST(Leakcheck, JsonReportsConformToTheirSchema) {
+  if (std::system("python3 -c 'import jsonschema, referencing' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "no python3-jsonschema";
+  }
+  const std::string base = ::testing::TempDir() + "schema." + std::to_string(getpid());
+  std::ofstream(base + ".supp") << "leak:LeakNode\n";
+  // Direct leaks, reachable entries and a suppression; the forms fixture's many stacks and
+  // threads; lost and kept blocks.
+  for (const std::string& args :
+       {"--show-reachable --suppressions " + base + ".supp " + kFixture,
+        std::string("--show-reachable ") + LEAKY_FORMS + " preload", kFixture + " reachability"}) {
+    std::remove((base + ".json").c_str());
+    ASSERT_EQ(std::system((std::string(STACKWALK_LEAKCHECK) + " --format json --output " + base +
+                           ".json " + args + " >/dev/null 2>&1").c_str()),
+              0);
+    EXPECT_EQ(CheckAgainstSchema(base + ".json"), "1 reports, 0 errors \n") << args;
+  }
+  // The check can fail: a kind the schema does not know.
+  ASSERT_EQ(std::system(("sed -i 's/\"kind\":\"direct\"/\"kind\":\"lost\"/' " + base + ".json")
+                            .c_str()),
+            0);
+  const std::string refused = CheckAgainstSchema(base + ".json");
+  EXPECT_EQ(refused.rfind("1 reports, 1 errors 'lost' is not one of", 0), 0u) << refused;
+}
+
 TEST(Leakcheck, BadCommandLinesAreRefused) {
   EXPECT_EQ(Leakcheck("--method magic " + kFixture).status, 2);
   EXPECT_EQ(Leakcheck("--min-size lots " + kFixture).status, 2);
