@@ -1,6 +1,6 @@
 #include "leakcheck/allocation_table.h"
 
-#include <sys/mman.h>
+#include "leakcheck/scan/own_mappings.h"
 
 namespace stackwalk::leakcheck {
 
@@ -12,9 +12,9 @@ bool AllocationTable::Grow(Shard& shard) {
   uint64_t capacity = shard.capacity == 0 ? 64
                       : live * 4 > shard.capacity ? shard.capacity * 2
                                                   : shard.capacity;
-  void* mem = mmap(nullptr, capacity * sizeof(Allocation), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return false;
+  // Own memory (scan/own_mappings.h): full of block addresses, never a root of the leak check.
+  void* mem = OwnMap(capacity * sizeof(Allocation));
+  if (mem == nullptr) return false;
   auto* slots = static_cast<Allocation*>(mem);  // zeroed: every slot empty
   uint64_t used = 0;
   for (uint64_t i = 0; i < shard.capacity; ++i) {
@@ -26,7 +26,7 @@ bool AllocationTable::Grow(Shard& shard) {
     ++used;
   }
   if (shard.slots != nullptr) {
-    munmap(shard.slots, shard.capacity * sizeof(Allocation));
+    OwnUnmap(shard.slots, shard.capacity * sizeof(Allocation));
     table_bytes_.fetch_sub(shard.capacity * sizeof(Allocation), std::memory_order_relaxed);
   }
   shard.slots = slots;

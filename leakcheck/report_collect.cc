@@ -1,7 +1,7 @@
 #include "leakcheck/report_collect.h"
 
 #include <dlfcn.h>
-#include <sys/mman.h>
+#include "leakcheck/scan/own_mappings.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,21 +14,21 @@ LiveSnapshot::LiveSnapshot(AllocationTable& table) {
   // Room for more than are live now (other threads may still be allocating), and more again
   // if they were faster.
   for (uint64_t room = table.live_count() * 2 + 4096;; room *= 2) {
-    void* mem = mmap(nullptr, room * sizeof(Allocation), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return;
+    // Own memory (scan/own_mappings.h): a copy of every block's address must not be a root.
+    void* mem = OwnMap(room * sizeof(Allocation));
+    if (mem == nullptr) return;
     items_ = static_cast<Allocation*>(mem);
     capacity_ = room;
     size_ = 0;
     if (table.ForEach(room, [this](const Allocation& a) { items_[size_++] = a; })) return;
-    munmap(items_, capacity_ * sizeof(Allocation));
+    OwnUnmap(items_, capacity_ * sizeof(Allocation));
     items_ = nullptr;
     size_ = 0;
   }
 }
 
 LiveSnapshot::~LiveSnapshot() {
-  if (items_ != nullptr) munmap(items_, capacity_ * sizeof(Allocation));
+  if (items_ != nullptr) OwnUnmap(items_, capacity_ * sizeof(Allocation));
 }
 
 namespace {

@@ -1,6 +1,6 @@
 #include "leakcheck/stack_table.h"
 
-#include <sys/mman.h>
+#include "leakcheck/scan/own_mappings.h"
 
 #include <cstring>
 
@@ -27,8 +27,7 @@ uint64_t Hash(void* const* pcs, int n) {
 }
 
 void* MapZeroed(size_t size) {
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+  return OwnMap(size);  // own memory: never a root of the leak check
 }
 
 }  // namespace
@@ -89,7 +88,7 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
       slots = fresh;
       bytes_.fetch_add(sizeof(Stack*) * kIdChunk, std::memory_order_relaxed);
     } else {
-      munmap(fresh, sizeof(Stack*) * kIdChunk);
+      OwnUnmap(fresh, sizeof(Stack*) * kIdChunk);
     }
   }
   s->id = id;

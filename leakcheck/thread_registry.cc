@@ -1,7 +1,7 @@
 #include "leakcheck/thread_registry.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
+#include "leakcheck/scan/own_mappings.h"
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -28,12 +28,11 @@ uint32_t ThreadRegistry::RegisterCurrent(int32_t tid) {
   std::atomic<Entry*>& chunk = chunks_[serial / kChunk];
   if (chunk.load(std::memory_order_acquire) == nullptr) {
     // Zeroed pages are valid entries: every field, the atomics included, starts at zero.
-    void* mem = mmap(nullptr, sizeof(Entry) * kChunk, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return 0;
+    void* mem = OwnMap(sizeof(Entry) * kChunk);
+    if (mem == nullptr) return 0;
     Entry* expected = nullptr;
     if (!chunk.compare_exchange_strong(expected, static_cast<Entry*>(mem))) {
-      munmap(mem, sizeof(Entry) * kChunk);
+      OwnUnmap(mem, sizeof(Entry) * kChunk);
     }
   }
   Thread* t = Slot(serial);

@@ -65,5 +65,24 @@ TEST(OwnMappings, ManyMappingsReuseFreedSlots) {
   }
 }
 
+TEST(OwnMappings, LowestOverlappingOwnMapping) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  void* a = OwnMap(page);
+  void* b = OwnMap(page);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const uintptr_t lo = Lo(a) < Lo(b) ? Lo(a) : Lo(b);
+  const uintptr_t hi = (Lo(a) < Lo(b) ? Lo(b) : Lo(a)) + page;
+  uintptr_t own_lo = 0, own_hi = 0;
+  ASSERT_TRUE(LowestOwnMapping(lo - page, hi + page, &own_lo, &own_hi));
+  EXPECT_EQ(own_lo, lo);
+  EXPECT_EQ(own_hi, lo + page);
+  ASSERT_TRUE(LowestOwnMapping(hi - 1, hi, &own_lo, &own_hi));  // only the upper one
+  EXPECT_EQ(own_hi, hi);
+  OwnUnmap(a, page);
+  OwnUnmap(b, page);
+  EXPECT_FALSE(LowestOwnMapping(lo, hi, &own_lo, &own_hi));
+}
+
 }  // namespace
 }  // namespace stackwalk::leakcheck

@@ -100,4 +100,20 @@ bool IsOwnMapping(uintptr_t lo, uintptr_t hi) {
   return false;
 }
 
+bool LowestOwnMapping(uintptr_t lo, uintptr_t hi, uintptr_t* own_lo, uintptr_t* own_hi) {
+  bool found = false;
+  const int high = g_high_water.load(std::memory_order_acquire);
+  for (int i = 0; i < high; ++i) {
+    const uintptr_t slot_hi = g_slots[i].hi.load(std::memory_order_acquire);
+    if (slot_hi <= kBusy) continue;
+    const uintptr_t slot_lo = g_slots[i].lo.load(std::memory_order_relaxed);
+    if (slot_lo < hi && lo < slot_hi && (!found || slot_lo < *own_lo)) {
+      *own_lo = slot_lo;
+      *own_hi = slot_hi;
+      found = true;
+    }
+  }
+  return found;
+}
+
 }  // namespace stackwalk::leakcheck

@@ -18,6 +18,10 @@ void* OwnRemap(void* old_address, size_t old_bytes, size_t new_bytes);
 void OwnUnmap(void* address, size_t bytes);
 // True if [lo, hi) overlaps a registered own mapping.
 bool IsOwnMapping(uintptr_t lo, uintptr_t hi);
+// The registered own mapping overlapping [lo, hi) that starts lowest, in *own_lo, *own_hi; false
+// if none. (Where the kernel does not name them, the kernel merges an own mapping with an
+// adjacent anonymous one of the program's: /proc/self/maps then shows one mapping.)
+bool LowestOwnMapping(uintptr_t lo, uintptr_t hi, uintptr_t* own_lo, uintptr_t* own_hi);
 
 }  // namespace stackwalk::leakcheck
 

@@ -16,6 +16,7 @@
 #include "leakcheck/allocation_table.h"  // Allocation only
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/stop_world.h"
+#include "leakcheck/scan/tls_roots.h"
 #include "src/core/address_range.h"
 
 namespace stackwalk::leakcheck {
@@ -78,6 +79,9 @@ struct RootInputs {
   const ucontext_t* caller = nullptr;      // and its registers
   const internal::AddressRange* excluded = nullptr;  // never roots: the checker's own threads'
   size_t excluded_count = 0;                         // stacks
+  // The loaded objects (LoadedModules::Collect, inside the check's dl_iterate_phdr callback):
+  // their writable PT_LOADs are the kGlobals, their TLS modules give each thread's TLS.
+  const LoadedModules* modules = nullptr;
 };
 
 // Collects the roots above, with the world stopped and the loader lock held (so the list of

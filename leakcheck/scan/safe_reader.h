@@ -12,12 +12,22 @@ namespace stackwalk::leakcheck {
 
 class SafeReader final : public MemoryReader {
  public:
-  // `maps` (may be nullptr) is the snapshot the direct-read fallback trusts.
-  explicit SafeReader(const MapsSnapshot* maps);
+  enum class Method : uint8_t {
+    kAuto,            // the first of the three below that works here
+    kProcessVmReadv,  // process_vm_readv on ourselves (where the one-time probe passed)
+    kMaps,            // direct reads of what `maps` calls readable
+    kPages,           // direct reads of pages the kernel says are readable, one check a page
+  };
+  // `maps` (may be nullptr) is the snapshot the direct-read fallback trusts. A method other than
+  // kAuto is forced (tests); a forced kProcessVmReadv that does not work fails every read, a
+  // forced kMaps without `maps` reads page by page.
+  explicit SafeReader(const MapsSnapshot* maps, Method method = Method::kAuto);
   bool Read(uintptr_t address, void* out, size_t size) override;
+  Method method() const { return method_; }  // the one used (never kAuto)
 
  private:
   const MapsSnapshot* maps_;
+  Method method_;
 };
 
 }  // namespace stackwalk::leakcheck

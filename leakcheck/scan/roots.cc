@@ -1,0 +1,211 @@
+// CollectRoots (roots.h): the threads' registers, stacks and TLS, the loaded objects' writable
+// segments, the caller, and the program's own anonymous mappings.
+#include "leakcheck/scan/roots.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/scan/safe_reader.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+#if defined(__x86_64__)
+constexpr uintptr_t kRedZone = 128;  // the SysV x86_64 ABI's: a leaf's locals below the SP
+#else
+constexpr uintptr_t kRedZone = 0;
+#endif
+// glibc's HEAP_MAX_SIZE (2 * DEFAULT_MMAP_THRESHOLD_MAX): a non-main arena's heaps are aligned
+// to it, each starting with a heap_info whose first word is its arena.
+constexpr uintptr_t kArenaHeapAlign = sizeof(void*) == 8 ? uintptr_t{64} << 20 : uintptr_t{1} << 20;
+
+bool Overlaps(uintptr_t lo, uintptr_t hi, const internal::AddressRange* ranges, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (ranges[i].lo < hi && lo < ranges[i].hi) return true;
+  }
+  return false;
+}
+
+// A thread's stack from `from` (its SP less the red zone, or the signal method's frame) to the
+// top of the mapping holding `sp`; an unstopped thread's whole mapping (it runs on: any of it
+// may hold a pointer by the time it is read).
+void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, RootKind kind,
+              const MapsSnapshot& maps, RootSet* out) {
+  if (sp == 0) return;
+  const MapsEntry* mapping = maps.Find(sp);
+  if (mapping == nullptr || !mapping->readable) return;  // sigaltstack gone, garbage SP
+  uintptr_t lo = mapping->range.lo;
+  if (!whole) {
+    const uintptr_t from = frame_lo != 0 && frame_lo < sp ? frame_lo : sp - kRedZone;
+    if (from > lo) lo = from;
+  }
+  out->Add({lo, static_cast<uintptr_t>(mapping->range.hi), kind, tid, whole});
+}
+
+constexpr uintptr_t kPage = 4096;
+
+// The first block at or above `lo` (`blocks` is sorted by address).
+size_t FirstBlockFrom(uintptr_t lo, const Allocation* blocks, size_t count) {
+  size_t first = 0, last = count;
+  while (first < last) {
+    const size_t mid = first + (last - first) / 2;
+    if (blocks[mid].address < lo) {
+      first = mid + 1;
+    } else {
+      last = mid;
+    }
+  }
+  return first;
+}
+
+// A block that is a whole mmap'ed chunk of its own (glibc's above the mmap threshold: a header
+// at a page start, then the block, to the end of its pages; or page-aligned, as other
+// allocators' large blocks): its pages are its own, nothing else of the allocator's is in them.
+// The kernel merges such a chunk's mapping with an adjacent anonymous one of the program's, so
+// only its pages are the allocator's, not the whole merged mapping.
+bool IsOwnChunk(const Allocation& block) {
+  return block.address % kPage <= 64 && block.size >= kPage;
+}
+internal::AddressRange ChunkPages(const Allocation& block) {
+  const uintptr_t end = block.address + block.size;
+  return {block.address & ~(kPage - 1), (end + kPage - 1) & ~(kPage - 1)};
+}
+
+// Adds [lo, hi) less the checker's own mappings, the excluded ranges and the pages of the blocks
+// from `block` on (all whole chunks, sorted).
+void AddAnonymousPieces(uintptr_t lo, uintptr_t hi, const RootInputs& inputs, size_t block,
+                        RootSet* out) {
+  uintptr_t from = lo;
+  while (from < hi) {
+    // The lowest cut still ahead: the next block's pages or an excluded range.
+    internal::AddressRange cut{hi, hi};
+    while (block < inputs.block_count && inputs.blocks[block].address < hi &&
+           ChunkPages(inputs.blocks[block]).hi <= from) {
+      ++block;
+    }
+    if (block < inputs.block_count && inputs.blocks[block].address < hi) {
+      cut = ChunkPages(inputs.blocks[block]);
+    }
+    for (size_t i = 0; i < inputs.excluded_count; ++i) {
+      const internal::AddressRange& e = inputs.excluded[i];
+      if (e.hi > from && e.lo < hi && e.lo < cut.lo) cut = e;
+    }
+    uintptr_t own_lo, own_hi;
+    if (LowestOwnMapping(from, hi, &own_lo, &own_hi) && own_lo < cut.lo) cut = {own_lo, own_hi};
+    const auto to = static_cast<uintptr_t>(cut.lo < hi ? cut.lo : hi);
+    if (cut.lo > from) out->Add({from, to, RootKind::kAnonymous, 0, true});
+    if (cut.hi <= from) break;  // cannot happen: keeps the loop finite on a malformed input
+    from = cut.hi;
+  }
+}
+
+// A glibc arena heap: aligned to HEAP_MAX_SIZE, its first word (heap_info.ar_ptr) pointing into
+// an aligned heap (the arena's first, where the arena itself lives) or into a file's writable
+// mapping (main_arena, in libc's .data).
+bool IsArenaHeap(const MapsEntry& entry, const MapsSnapshot& maps, MemoryReader& reader) {
+  const uintptr_t lo = entry.range.lo;
+  if (lo % kArenaHeapAlign != 0) return false;
+  uintptr_t ar_ptr = 0;
+  if (!reader.Read(lo, &ar_ptr, sizeof ar_ptr) || ar_ptr == 0) return false;
+  const MapsEntry* arena = maps.Find(ar_ptr);
+  if (arena == nullptr || !arena->writable) return false;
+  if (arena->kind == MapsEntry::Kind::kFile) return true;
+  return arena->kind == MapsEntry::Kind::kAnonymous &&
+         arena->range.lo == (ar_ptr & ~(kArenaHeapAlign - 1));
+}
+
+bool HoldsThreadSp(const MapsEntry& entry, const RootInputs& inputs) {
+  if (entry.range.Contains(inputs.caller_sp)) return true;
+  for (size_t i = 0; i < inputs.thread_count; ++i) {
+    const StoppedThread& thread = inputs.threads[i];
+    if (thread.state == StoppedThread::State::kGone) continue;
+    if ((thread.sp != 0 && entry.range.Contains(thread.sp)) ||
+        (thread.frame_lo != 0 && entry.range.Contains(thread.frame_lo))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void AddAnonymous(const RootInputs& inputs, MemoryReader& reader, RootSet* out) {
+  const MapsSnapshot& maps = *inputs.maps;
+  const LoadedModules* modules = inputs.modules;
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const MapsEntry& entry = maps[i];
+    if (entry.kind != MapsEntry::Kind::kAnonymous || !entry.readable || !entry.writable ||
+        entry.shared) {
+      continue;
+    }
+    const uintptr_t lo = entry.range.lo, hi = entry.range.hi;
+    // A .bss past its file's last page: already a kGlobals root.
+    if (modules != nullptr && Overlaps(lo, hi, modules->writable_segments(),
+                                       modules->writable_segment_count())) {
+      continue;
+    }
+    if (HoldsThreadSp(entry, inputs)) continue;  // a stack: below the SP it is dead
+    if (IsArenaHeap(entry, maps, reader)) continue;
+    // The allocator's: holds the start of a recorded block that is not a whole chunk of its own.
+    const size_t first = FirstBlockFrom(lo, inputs.blocks, inputs.block_count);
+    bool allocators = false;
+    for (size_t b = first; b < inputs.block_count && inputs.blocks[b].address < hi && !allocators;
+         ++b) {
+      allocators = !IsOwnChunk(inputs.blocks[b]);
+    }
+    if (allocators) continue;
+    AddAnonymousPieces(lo, hi, inputs, first, out);
+  }
+}
+
+void AddThreadTls(int32_t tid, uintptr_t tp, bool copy, const RootInputs& inputs,
+                  MemoryReader& reader, RootSet* out) {
+  if (tp == 0) return;
+  if (inputs.modules != nullptr) {
+    CollectThreadTls(tid, tp, inputs.modules->tls_modules(), inputs.modules->tls_module_count(),
+                     reader, copy, out);
+  }
+  if (tid == getpid()) CollectMainThreadBlock(tid, tp, *inputs.maps, out);
+}
+
+}  // namespace
+
+void CollectRoots(const RootInputs& inputs, const RootOptions& options, RootSet* out) {
+  if (inputs.maps == nullptr) return;
+  const MapsSnapshot& maps = *inputs.maps;
+  SafeReader reader(&maps);
+
+  if (inputs.modules != nullptr) {
+    const LoadedModules& modules = *inputs.modules;
+    for (size_t i = 0; i < modules.writable_segment_count(); ++i) {
+      const internal::AddressRange& segment = modules.writable_segments()[i];
+      out->Add({static_cast<uintptr_t>(segment.lo), static_cast<uintptr_t>(segment.hi),
+                RootKind::kGlobals, 0, false});
+    }
+  }
+
+  for (size_t i = 0; i < inputs.thread_count; ++i) {
+    const StoppedThread& thread = inputs.threads[i];
+    if (thread.state == StoppedThread::State::kGone) continue;
+    const bool stopped = thread.state == StoppedThread::State::kStopped;
+    if (stopped && thread.reg_bytes != 0) {
+      const auto regs = reinterpret_cast<uintptr_t>(thread.regs);
+      const uint32_t bytes = thread.reg_bytes < sizeof thread.regs ? thread.reg_bytes
+                                                                   : sizeof thread.regs;
+      out->Add({regs, regs + bytes, RootKind::kRegisters, thread.tid, false});
+    }
+    AddStack(thread.tid, thread.sp, thread.frame_lo, !stopped, RootKind::kStack, maps, out);
+    AddThreadTls(thread.tid, thread.thread_pointer, !stopped, inputs, reader, out);
+  }
+
+  const auto caller_tid = static_cast<int32_t>(syscall(SYS_gettid));
+  if (inputs.caller != nullptr) {
+    const auto context = reinterpret_cast<uintptr_t>(inputs.caller);
+    out->Add({context, context + sizeof(ucontext_t), RootKind::kCallerStack, caller_tid, false});
+  }
+  AddStack(caller_tid, inputs.caller_sp, 0, false, RootKind::kCallerStack, maps, out);
+  AddThreadTls(caller_tid, CurrentThreadPointer(), false, inputs, reader, out);
+
+  if (options.anonymous_mappings) AddAnonymous(inputs, reader, out);
+}
+
+}  // namespace stackwalk::leakcheck
