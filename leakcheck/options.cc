@@ -151,21 +151,26 @@ void ShowTextField(const Options& o, char* out, size_t size) {
   ShowText(o.*field, out, size);
 }
 
-// The words of `method`, index for index its stackwalk_method value.
-constexpr const char* kMethods[] = {"auto", "fp", "ehframe"};
-
-bool SetMethod(Options* o, const char* value, size_t len) {
-  for (int i = 0; i < 3; ++i) {
-    if (Equals(value, len, kMethods[i])) {
-      o->method = i;
+// An option that takes one of `words` (index for index the field's value).
+template <int Options::*field, const char* const* words, int count>
+bool SetChoice(Options* o, const char* value, size_t len) {
+  for (int i = 0; i < count; ++i) {
+    if (Equals(value, len, words[i])) {
+      o->*field = i;
       return true;
     }
   }
   return false;
 }
-void ShowMethod(const Options& o, char* out, size_t size) {
-  ShowText(o.method >= 0 && o.method < 3 ? kMethods[o.method] : "?", out, size);
+template <int Options::*field, const char* const* words, int count>
+void ShowChoice(const Options& o, char* out, size_t size) {
+  ShowText(o.*field >= 0 && o.*field < count ? words[o.*field] : "?", out, size);
 }
+
+// The words of `method`, index for index its stackwalk_method value.
+constexpr const char* kMethods[] = {"auto", "fp", "ehframe"};
+// The words of `stop_method`, index for index its value.
+constexpr const char* kStopMethods[] = {"auto", "ptrace", "signal"};
 
 bool SetFormat(Options* o, const char* value, size_t len) {
   if (!Equals(value, len, "text") && !Equals(value, len, "json")) return false;
@@ -185,22 +190,6 @@ bool AddSuppressions(Options* o, const char* value, size_t len) {
   memcpy(o->suppressions + used + comma, value, len);
   o->suppressions[used + comma + len] = '\0';
   return true;
-}
-
-// The words of `stop_method`, index for index its value.
-constexpr const char* kStopMethods[] = {"auto", "ptrace", "signal"};
-
-bool SetStopMethod(Options* o, const char* value, size_t len) {
-  for (int i = 0; i < 3; ++i) {
-    if (Equals(value, len, kStopMethods[i])) {
-      o->stop_method = i;
-      return true;
-    }
-  }
-  return false;
-}
-void ShowStopMethod(const Options& o, char* out, size_t size) {
-  ShowText(o.stop_method >= 0 && o.stop_method < 3 ? kStopMethods[o.stop_method] : "?", out, size);
 }
 
 // `stop_signal`: 0 (SIGRTMIN+5), a number, a name, or RTMIN+N; not one the report or a fault uses.
@@ -251,7 +240,8 @@ const OptionSpec kOptionSpecs[] = {
     {"max_frames", "max-frames", 0, "N", OptionType::kNumber,
      SetNumber<int, &Options::max_frames, 1, 64>, ShowNumberField<int, &Options::max_frames>,
      "frames kept per allocation, 1..64"},
-    {"method", "method", 0, "M", OptionType::kChoice, SetMethod, ShowMethod,
+    {"method", "method", 0, "M", OptionType::kChoice, SetChoice<&Options::method, kMethods, 3>,
+     ShowChoice<&Options::method, kMethods, 3>,
      "unwinder for allocation stacks: auto, fp or ehframe"},
     {"format", "format", 0, "F", OptionType::kChoice, SetFormat, ShowFormat,
      "report format: text or json"},
@@ -285,7 +275,9 @@ const OptionSpec kOptionSpecs[] = {
      SetBool<&Options::anonymous_roots>, ShowBool<&Options::anonymous_roots>,
      "1: writable anonymous mappings that are not heap are roots (valgrind's rule); 0: they are "
      "not (LeakSanitizer's)"},
-    {"stop_method", "stop-method", 0, "M", OptionType::kChoice, SetStopMethod, ShowStopMethod,
+    {"stop_method", "stop-method", 0, "M", OptionType::kChoice,
+     SetChoice<&Options::stop_method, kStopMethods, 3>,
+     ShowChoice<&Options::stop_method, kStopMethods, 3>,
      "how other threads are stopped for a check: auto (ptrace, else a signal), ptrace or signal"},
     {"stop_timeout_ms", "stop-timeout-ms", 0, "MS", OptionType::kNumber,
      SetNumber<int, &Options::stop_timeout_ms, 1, 600000>,
