@@ -69,7 +69,27 @@ class StoppedWorld {
   size_t count_ = 0;
   size_t capacity_ = 0;
   uint64_t pause_start_ns_ = 0;
+
+  // Implementation (stop_world.cc, stop_world_ptrace.cc, stop_world_signal.cc).
+  bool Reserve(size_t threads);  // capacity for at least `threads` slots (OwnRemap)
+  bool StopPtrace(int timeout_ms, const int32_t* skip_tids, size_t skip_count);
+  bool StopSignal(int timeout_ms, const int32_t* skip_tids, size_t skip_count);
+  void ResumePtrace();
+  void ResumeSignal();
+  void* tracer_ = nullptr;        // ptrace: the tracer's control block and stack (own mapping)
+  int tracer_pid_ = 0;
+  int saved_dumpable_ = -1;       // ptrace: PR_GET_DUMPABLE before Stop, restored by Resume
+  bool mask_saved_ = false;       // the caller's signal mask before Stop, restored by Resume
+  uint64_t saved_mask_[2] = {0, 0};
+  char reason_[96] = {};          // fallback_reason_'s text when it is built
+  bool active_ = false;           // stopped and not yet resumed
+  friend struct StopWorldAccess;
 };
+
+// The signal method's signal (option stop_signal; default SIGRTMIN+5). If the program handles
+// it, the next real-time signal left at SIG_DFL is used. Takes effect at the next Stop that
+// installs the handler (it is installed once and kept).
+void SetStopSignal(int signo);
 
 }  // namespace stackwalk::leakcheck
 
