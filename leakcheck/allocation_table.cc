@@ -102,6 +102,37 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   }
 }
 
+Allocation* AllocationTable::Find(Shard& shard, uintptr_t address, uint64_t hash) {
+  if (shard.capacity == 0) return nullptr;
+  const uint64_t mask = shard.capacity - 1;
+  for (uint64_t i = Slot(hash, shard.capacity);; i = (i + 1) & mask) {
+    Allocation& a = shard.slots[i];
+    if (a.address == 0) return nullptr;
+    if (a.address == address) return &a;
+  }
+}
+
+void AllocationTable::MarkReported(const Allocation* blocks, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t hash = Hash(blocks[i].address);
+    Shard& shard = shards_[ShardOf(blocks[i].address, hash)];
+    SpinLockHolder hold(shard.lock);
+    Allocation* a = Find(shard, blocks[i].address, hash);
+    if (a != nullptr && SequenceNumber(*a) == SequenceNumber(blocks[i])) a->sequence |= kReportedBit;
+  }
+}
+
+bool AllocationTable::MarkIgnored(uintptr_t address) {
+  if (address <= 1) return false;
+  const uint64_t hash = Hash(address);
+  Shard& shard = shards_[ShardOf(address, hash)];
+  SpinLockHolder hold(shard.lock);
+  Allocation* a = Find(shard, address, hash);
+  if (a == nullptr) return false;
+  a->sequence |= kIgnoredBit;
+  return true;
+}
+
 void AllocationTable::Clear() {
   for (Shard& shard : shards_) {
     SpinLockHolder hold(shard.lock);

@@ -20,12 +20,24 @@ struct Allocation {
   uintptr_t address;   // 0: empty slot; 1: deleted slot
   uint64_t size;
   uint64_t sequence;   // from ReserveSequences: one thread's allocations in order, different
-                       // threads' only roughly (each takes numbers in blocks)
+                       // threads' only roughly (each takes numbers in blocks); its top two
+                       // bits are flags (kReportedBit, kIgnoredBit): read the number with
+                       // SequenceNumber()
   uint32_t stack_id;   // StackTable id; StackTable::kNoStack if the stack could not be kept
   int32_t thread;      // ThreadRegistry serial of the thread that allocated it (a uint32_t
                        // there, stored signed; 0 if it could not be registered)
 };
 static_assert(sizeof(Allocation) == 32, "keep slots small");
+
+// Flags kept in the top bits of Allocation::sequence (numbers stay below 2^62): a leak a check in
+// a running process returned (checks.h: each leak is returned once), and a block the program
+// marked as an intended leak (IgnoreObject: never reported, a root of the scan).
+constexpr uint64_t kReportedBit = uint64_t{1} << 63;
+constexpr uint64_t kIgnoredBit = uint64_t{1} << 62;
+constexpr uint64_t kSequenceFlags = kReportedBit | kIgnoredBit;
+inline uint64_t SequenceNumber(const Allocation& a) { return a.sequence & ~kSequenceFlags; }
+inline bool IsReported(const Allocation& a) { return (a.sequence & kReportedBit) != 0; }
+inline bool IsIgnored(const Allocation& a) { return (a.sequence & kIgnoredBit) != 0; }
 
 class AllocationTable {
  public:
@@ -39,6 +51,13 @@ class AllocationTable {
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
   // started, or by another allocator).
   bool Remove(uintptr_t address, Allocation* removed = nullptr);
+
+  // Sets kReportedBit on each of `blocks` still live (the same address and sequence number: a
+  // block freed since and another made at its address is left alone). Takes the shard locks.
+  void MarkReported(const Allocation* blocks, size_t n);
+  // Sets kIgnoredBit on the live block that starts at `address`; false if none does (an address
+  // inside a block, or of a block never recorded, is refused).
+  bool MarkIgnored(uintptr_t address);
 
   // Calls fn(const Allocation&) for every live allocation, as one consistent view: every shard
   // lock is held for the whole walk (taken one shard at a time, a block freed in a shard already
@@ -90,6 +109,8 @@ class AllocationTable {
     std::atomic<uint64_t> bytes{0};
   };
   bool Grow(Shard& shard);
+  // The slot of the live block at `address` in `shard` (its lock held), or null.
+  Allocation* Find(Shard& shard, uintptr_t address, uint64_t hash);
   static uint64_t Hash(uintptr_t address) {
     uint64_t h = address >> 4;  // allocations are at least 16-byte aligned
     h ^= h >> 33;

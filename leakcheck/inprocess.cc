@@ -17,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "leakcheck/allocator_hooks.h"
+#include "leakcheck/checks.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/frame_namer.h"
 #include "leakcheck/got_patch.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
@@ -274,6 +276,7 @@ int StartWith(const Options& options) {
   KeepReportDestination();
   InstallForkHandlers();
   if (options.report_signal != 0) StartSignalReports(options.report_signal);
+  if (options.check_interval != 0) StartPeriodicChecks(s, options.check_interval);
   g_started = true;
   return STACKWALK_LEAKCHECK_OK;
 }
@@ -290,12 +293,17 @@ absl::Status StatusOf(int code) {
     case STACKWALK_LEAKCHECK_ALREADY_STARTED:
       return absl::FailedPreconditionError("the leak checker is already started");
     case STACKWALK_LEAKCHECK_NOT_STARTED:
-      return absl::FailedPreconditionError("the leak checker is not started");
+      return absl::FailedPreconditionError(
+          "no leak checker runs: the in-process one is not started (Start()) and the preloaded "
+          "one (stackwalk-leakcheck, LD_PRELOAD) is not loaded");
     case STACKWALK_LEAKCHECK_PRELOADED:
       return absl::FailedPreconditionError(
           "the preloaded leak checker (LD_PRELOAD) already hooks every allocation in this process");
     case STACKWALK_LEAKCHECK_NOTHING_HOOKED:
       return absl::NotFoundError("no loaded object matches the libraries to check");
+    case STACKWALK_LEAKCHECK_NOT_A_BLOCK:
+      return absl::InvalidArgumentError(
+          "not the start of a live block the leak checker recorded");
     default: return absl::InternalError(absl::StrCat("leak checker error ", code));
   }
 }
@@ -307,7 +315,8 @@ constexpr bool SameDefaults() {
   return api.min_size == text.min_size && api.max_frames == text.max_frames &&
          static_cast<int>(api.method) == text.method && api.json == text.json &&
          api.report_at_exit == text.report_at_exit && api.report_signal == text.report_signal &&
-         api.unreachable_only == text.unreachable_only;
+         api.unreachable_only == text.unreachable_only &&
+         api.check_interval == text.check_interval;
 }
 static_assert(SameDefaults(), "LeakCheckOptions' defaults differ from Options'");
 
@@ -338,7 +347,8 @@ absl::Status Start(const LeakCheckOptions& options) {
       {"format", options.json ? "json" : "text"},
       {"report_at_exit", options.report_at_exit ? "1" : "0"},
       {"report_signal", std::to_string(options.report_signal)},
-      {"unreachable_only", options.unreachable_only ? "1" : "0"}};
+      {"unreachable_only", options.unreachable_only ? "1" : "0"},
+      {"check_interval", std::to_string(options.check_interval)}};
   Options o;
   for (const auto& [key, value] : items) {
     const OptionSpec* spec = FindOption(key, std::strlen(key));
@@ -358,6 +368,102 @@ absl::StatusOr<LeakTotals> Report() {
 }
 
 absl::Status Stop() { return StatusOf(stackwalk_leakcheck_stop()); }
+
+namespace {
+
+LeakRecord ToRecord(const stackwalk_leak_record& r) {
+  LeakRecord out;
+  out.kind = r.kind == STACKWALK_LEAK_INDIRECT    ? LeakKind::kIndirect
+             : r.kind == STACKWALK_LEAK_REACHABLE ? LeakKind::kReachable
+                                                  : LeakKind::kDirect;
+  out.bytes = r.bytes;
+  out.allocations = r.allocations;
+  out.pcs.assign(r.pcs, r.pcs + std::min<uint32_t>(r.pc_count, STACKWALK_LEAK_MAX_PCS));
+  out.tid = r.tid;
+  out.thread.assign(r.thread, strnlen(r.thread, sizeof(r.thread)));
+  out.first_seen_check = r.first_seen_check;
+  out.first_seen = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(r.first_seen_unix_ns)));
+  return out;
+}
+
+// The C++ listeners: each one's std::function, called through one C trampoline. A listener
+// removed from inside a listener call is not freed (that call may be its own).
+thread_local int t_in_cxx_listener = 0;
+using CxxListener = std::function<void(const LeakCheck&)>;
+
+void CallCxxListener(const stackwalk_leak_record* records, size_t count,
+                     const stackwalk_leak_summary* summary, void* arg) {
+  LeakCheck check;
+  check.leaks.reserve(count);
+  for (size_t i = 0; i < count; ++i) check.leaks.push_back(ToRecord(records[i]));
+  check.summary = *summary;
+  ++t_in_cxx_listener;
+  (*static_cast<CxxListener*>(arg))(check);
+  --t_in_cxx_listener;
+}
+
+std::mutex g_listeners_mutex;
+std::vector<std::pair<int, CxxListener*>>* g_cxx_listeners = nullptr;  // never freed
+
+}  // namespace
+
+absl::StatusOr<LeakCheck> CheckLeaks(const CheckOptions& options) {
+  LeakCheck check;
+  auto each = [](const stackwalk_leak_record* r, void* arg) {
+    static_cast<LeakCheck*>(arg)->leaks.push_back(ToRecord(*r));
+  };
+  const int code = stackwalk_leakcheck_check_each(each, &check, &check.summary);
+  if (code != STACKWALK_LEAKCHECK_OK) return StatusOf(code);
+  if (options.name_frames && !check.leaks.empty()) {
+    // In-process, what naming allocates through a hooked object (libstdc++'s demangler) is
+    // freed by an unhooked one (libstackwalk): not the program's, so not recorded.
+    ReentryGuard own;
+    FrameNamer namer;  // per check, as a report's namer
+    for (LeakRecord& leak : check.leaks) {
+      std::vector<void*> pcs(leak.pcs.size());
+      for (size_t i = 0; i < pcs.size(); ++i) pcs[i] = reinterpret_cast<void*>(leak.pcs[i]);
+      leak.frames = namer.SymbolizeTrace(pcs.data(), static_cast<int>(pcs.size()));
+    }
+  }
+  return check;
+}
+
+absl::Status IgnoreObject(const void* block) {
+  return StatusOf(stackwalk_leakcheck_ignore_object(block));
+}
+
+int AddLeakListener(std::function<void(const LeakCheck&)> listener) {
+  if (!listener) return STACKWALK_LEAKCHECK_NO_SUCH_LISTENER;
+  auto* held = new CxxListener(std::move(listener));
+  const int id = stackwalk_leakcheck_add_listener(CallCxxListener, held);
+  if (id <= 0) {
+    delete held;
+    return id;
+  }
+  std::lock_guard<std::mutex> hold(g_listeners_mutex);
+  if (g_cxx_listeners == nullptr) g_cxx_listeners = new std::vector<std::pair<int, CxxListener*>>();
+  g_cxx_listeners->emplace_back(id, held);
+  return id;
+}
+
+void RemoveLeakListener(int id) {
+  if (stackwalk_leakcheck_remove_listener(id) != STACKWALK_LEAKCHECK_OK) return;
+  CxxListener* held = nullptr;
+  {
+    std::lock_guard<std::mutex> hold(g_listeners_mutex);
+    if (g_cxx_listeners == nullptr) return;
+    for (auto it = g_cxx_listeners->begin(); it != g_cxx_listeners->end(); ++it) {
+      if (it->first == id) {
+        held = it->second;
+        g_cxx_listeners->erase(it);
+        break;
+      }
+    }
+  }
+  if (t_in_cxx_listener == 0) delete held;
+}
 
 }  // namespace stackwalk::leakcheck
 
@@ -386,15 +492,50 @@ EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
 EXPORT int stackwalk_leakcheck_stop(void) {
   using namespace stackwalk::leakcheck;
   ReentryGuard own;
-  std::lock_guard<std::mutex> hold(g_mutex);
-  if (!g_started) return STACKWALK_LEAKCHECK_NOT_STARTED;
-  g_patcher->RestoreAll();
-  GlobalState().active.store(false, std::memory_order_release);
-  StopSignalReports();
-  g_started = false;
+  {
+    std::lock_guard<std::mutex> hold(g_mutex);
+    if (!g_started) return STACKWALK_LEAKCHECK_NOT_STARTED;
+    g_patcher->RestoreAll();
+    GlobalState().active.store(false, std::memory_order_release);
+    StopSignalReports();
+    g_started = false;
+  }
+  // Outside g_mutex: a listener the periodic check is calling may call back (CheckLeaks).
+  StopPeriodicChecks();
   return STACKWALK_LEAKCHECK_OK;
 }
 
 EXPORT int stackwalk_leakcheck_preloaded(void) { return 0; }
+
+namespace {
+bool Started() {
+  std::lock_guard<std::mutex> hold(stackwalk::leakcheck::g_mutex);
+  return stackwalk::leakcheck::g_started;
+}
+}  // namespace
+
+EXPORT int stackwalk_leakcheck_check(stackwalk_leak_record* out, size_t capacity, size_t* count,
+                                     stackwalk_leak_summary* summary) {
+  using namespace stackwalk::leakcheck;
+  if (!Started()) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  return CheckInto(GlobalState(), out, capacity, count, summary);
+}
+EXPORT int stackwalk_leakcheck_check_each(void (*each)(const stackwalk_leak_record*, void*),
+                                          void* arg, stackwalk_leak_summary* summary) {
+  using namespace stackwalk::leakcheck;
+  if (!Started()) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  return CheckEach(GlobalState(), each, arg, summary);
+}
+EXPORT int stackwalk_leakcheck_ignore_object(const void* block) {
+  using namespace stackwalk::leakcheck;
+  if (!Started()) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  return IgnoreBlock(GlobalState(), block);
+}
+EXPORT int stackwalk_leakcheck_add_listener(stackwalk_leak_listener listener, void* arg) {
+  return stackwalk::leakcheck::AddListener(listener, arg);
+}
+EXPORT int stackwalk_leakcheck_remove_listener(int id) {
+  return stackwalk::leakcheck::RemoveListener(id);
+}
 
 }  // extern "C"

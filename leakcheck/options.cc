@@ -288,10 +288,9 @@ const OptionSpec kOptionSpecs[] = {
      ShowNumberField<int, &Options::stop_signal>,
      "the signal method's signal (a number, a name or RTMIN+N); 0: SIGRTMIN+5"},
     {"check_interval", "check-interval", 0, "SECONDS", OptionType::kNumber,
-     SetNumber<uint64_t, &Options::check_interval, 0, 31536000>,
-     ShowNumberField<uint64_t, &Options::check_interval>,
-     "also check for leaks every SECONDS while the program runs, appending each check's new "
-     "leaks to the output; 0: never"},
+     SetNumber<int, &Options::check_interval, 0, 86400>, ShowNumberField<int, &Options::check_interval>,
+     "every SECONDS, check for leaks found since the last check and append them to the output "
+     "(a thread of the checker's own); 0: none"},
     {"report_at_exit", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_at_exit>,
      ShowBool<&Options::report_at_exit>, "write the report at exit"},
 };

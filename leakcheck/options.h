@@ -33,7 +33,7 @@ struct Options {
   int stop_method = 0;             // how the world is stopped: auto (0), ptrace (1), signal (2)
   int stop_timeout_ms = 1000;      // how long the signal method waits for each thread to park
   int stop_signal = 0;             // the signal method's signal; 0: SIGRTMIN+5
-  uint64_t check_interval = 0;     // seconds between leak checks in a running process; 0: none
+  int check_interval = 0;  // seconds between checks by a thread of the checker's own; 0: none
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs
 };

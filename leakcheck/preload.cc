@@ -13,6 +13,7 @@
 #include <new>
 
 #include "leakcheck/allocator_hooks.h"
+#include "leakcheck/checks.h"
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
@@ -125,6 +126,9 @@ __attribute__((constructor(101))) void StartPreloaded() {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot report on signal %d\n",
                  s.options.report_signal);
   }
+  if (s.options.check_interval != 0 && !StartPeriodicChecks(s, s.options.check_interval)) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot start the periodic checks\n");
+  }
 }
 
 // The report at exit. This destructor runs inside the loader's _dl_fini, before the destructors of
@@ -190,6 +194,25 @@ EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   return 0;
 }
 EXPORT int stackwalk_leakcheck_preloaded(void) { return 1; }
+EXPORT int stackwalk_leakcheck_check(stackwalk_leak_record* out, size_t capacity, size_t* count,
+                                     stackwalk_leak_summary* summary) {
+  using namespace stackwalk::leakcheck;
+  return CheckInto(GlobalState(), out, capacity, count, summary);
+}
+EXPORT int stackwalk_leakcheck_check_each(void (*each)(const stackwalk_leak_record*, void*),
+                                          void* arg, stackwalk_leak_summary* summary) {
+  using namespace stackwalk::leakcheck;
+  return CheckEach(GlobalState(), each, arg, summary);
+}
+EXPORT int stackwalk_leakcheck_ignore_object(const void* block) {
+  return stackwalk::leakcheck::IgnoreBlock(stackwalk::leakcheck::GlobalState(), block);
+}
+EXPORT int stackwalk_leakcheck_add_listener(stackwalk_leak_listener listener, void* arg) {
+  return stackwalk::leakcheck::AddListener(listener, arg);
+}
+EXPORT int stackwalk_leakcheck_remove_listener(int id) {
+  return stackwalk::leakcheck::RemoveListener(id);
+}
 
 EXPORT void _exit(int status) { stackwalk::leakcheck::ReportThenExit(status); }
 EXPORT void _Exit(int status) { stackwalk::leakcheck::ReportThenExit(status); }

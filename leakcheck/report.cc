@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "leakcheck/checks.h"
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/report_classify.h"
 #include "leakcheck/report_collect.h"
@@ -45,34 +46,42 @@ void ApplySuppressions(const Options& options, const Allocation* blocks, size_t 
 
 }  // namespace
 
+int& ReportCount() {
+  static int reports_written = 0;
+  return reports_written;
+}
+
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer) {
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
   // Where the reachability scan starts on this thread's stack: above this frame's callees, which
   // hold the scan's own copies of block addresses.
   const int stack_mark = 0;
   const Options& options = state.options;
+  const bool scan = true;  // every report and check scans: leaks only by default
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
     LiveSnapshot live(state.allocations);
     std::vector<Verdict> verdicts =
-        ClassifyBlocks(live.begin(), live.size(), /*scan=*/true, state.threads,
+        ClassifyBlocks(live.begin(), live.size(), scan, state.threads,
                        KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
+    // Ignored blocks out, and for a check those an earlier check returned (checks.h).
+    const size_t n = SelectBlocks(live.begin(), live.size(), &verdicts, scope);
     // Every stack is named before the tallies: at exit some are not the program's.
-    std::vector<NamedStack> stacks = CollectStacks(live.begin(), live.size(), state.stacks);
+    std::vector<NamedStack> stacks = CollectStacks(live.begin(), n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
-    ApplySuppressions(options, live.begin(), live.size(), stacks, &verdicts, &report);
-    GroupBlocks(live.begin(), live.size(), verdicts, stacks, report.at_exit, &report);
+    ApplySuppressions(options, live.begin(), n, stacks, &verdicts, &report);
+    GroupBlocks(live.begin(), n, verdicts, stacks, report.at_exit, &report);
   }
-  report.summary.scanned = true;
+  report.summary.scanned = scan;
   FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
   return report;
 }
 
 ReportTotals WriteReport(State& state, const char* occasion) {
-  static int reports_written = 0;
   SpinLockHolder hold(ReportLock());
+  int& reports_written = ReportCount();
   const Options& options = state.options;
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
   const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer);

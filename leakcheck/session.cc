@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +43,7 @@ std::atomic<bool> g_reporter_stopping{false};
 pthread_t g_reporter;
 int g_report_signal = 0;
 struct sigaction g_previous_action;
+std::atomic<int32_t> g_reporter_tid{0};
 
 void OnReportSignal(int) {
   int saved = errno;
@@ -51,9 +53,7 @@ void OnReportSignal(int) {
 
 void* ReporterMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  g_reporter_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   char occasion[32];
   std::snprintf(occasion, sizeof(occasion), "signal %d", g_report_signal);
   for (;;) {
@@ -62,19 +62,14 @@ void* ReporterMain(void*) {
     if (g_reporter_stopping.load()) break;
     WriteReport(GlobalState(), occasion);
   }
+  g_reporter_tid.store(0);
   return nullptr;
 }
 
 bool LaunchReporter() {
-  ReentryGuard setup;
   g_reporter_stopping.store(false);
   sem_init(&g_report_requests, 0, 0);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  bool ok = pthread_create(&g_reporter, &attr, ReporterMain, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  if (ok) pthread_setname_np(g_reporter, "stackwalk-leaks");
+  const bool ok = LaunchCheckerThread(&g_reporter, ReporterMain, "stackwalk-leaks");
   g_reporter_running.store(ok);
   return ok;
 }
@@ -82,12 +77,28 @@ bool LaunchReporter() {
 void AfterForkChild() {
   AfterForkParent();
   ForgetThreadAfterFork();
+  g_reporter_tid.store(0);
   KeepReportDestination();  // the child reports its own blocks, as itself
   // The reporter thread was not copied: the child gets its own.
   if (g_reporter_running.load()) LaunchReporter();
 }
 
 }  // namespace
+
+bool LaunchCheckerThread(pthread_t* thread, void* (*main)(void*), const char* name) {
+  ReentryGuard setup;  // the thread's own memory is the checker's
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);  // inherited by the new thread
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  const bool ok = pthread_create(thread, &attr, main, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (ok) pthread_setname_np(*thread, name);
+  return ok;
+}
 
 void InstallForkHandlers() {
   static std::once_flag once;
@@ -112,6 +123,8 @@ void StopSignalReports() {
   sem_post(&g_report_requests);
   pthread_join(g_reporter, nullptr);
 }
+
+int32_t SignalReporterTid() { return g_reporter_tid.load(); }
 
 void ReportAtExit() {
   State& s = GlobalState();

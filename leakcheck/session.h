@@ -4,6 +4,10 @@
 #ifndef STACKWALK_LEAKCHECK_SESSION_H_
 #define STACKWALK_LEAKCHECK_SESSION_H_
 
+#include <pthread.h>
+
+#include <cstdint>
+
 namespace stackwalk::leakcheck {
 
 // Keeps the tables usable in a forked child (no shard left locked by a thread it lacks). Once.
@@ -14,6 +18,12 @@ void InstallForkHandlers();
 bool StartSignalReports(int signo);
 // Puts the previous handler back and ends the thread.
 void StopSignalReports();
+// Starts a thread of the checker's own (the signal reporter, the periodic checker) named `name`,
+// with a 1 MiB stack and every signal blocked from its start (signals are the program's threads'
+// to take). False if it could not be created.
+bool LaunchCheckerThread(pthread_t* thread, void* (*main)(void*), const char* name);
+// The signal reporter thread's kernel id while it runs, else 0 (checks.h's CheckerThreadIds).
+int32_t SignalReporterTid();
 
 // At exit (exit(), or _exit and _Exit, which skip the exit handlers): gives glibc's and
 // libstdc++'s internal pools back (as valgrind does), writes the report if configured to, and

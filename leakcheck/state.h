@@ -19,6 +19,7 @@ namespace stackwalk::leakcheck {
 
 class ClosedModules;
 class FrameNamer;
+struct CheckScope;
 struct LeakReport;
 
 // What the allocation hooks read of the options, each on its own: a hook that began in one
@@ -72,12 +73,16 @@ ReportTotals WriteReport(State& state, const char* occasion);
 // The model of the report of the allocations live now, without rendering it: what WriteReport
 // writes, and what a check in a running process returns as records. `number` is the report's
 // place among the process's reports; `*namer` receives the frame namer if one was loaded (the
-// text renderer formats frames through it). Call with ReportLock() held, under a ReentryGuard.
+// text renderer formats frames through it). With `scope` (a check in a running process,
+// checks.h), a scan runs whatever the options say and only the blocks no earlier check returned
+// are in the model. Call with ReportLock() held, under a ReentryGuard.
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer);
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope = nullptr);
 
 // The lock WriteReport holds; taken around fork() too, so a child never inherits it held.
 SpinLock& ReportLock();
+// The reports the process wrote so far (its first starts the output file): under ReportLock().
+int& ReportCount();
 
 }  // namespace stackwalk::leakcheck
 

@@ -24,11 +24,24 @@
 // already: Start() and Stop() return STACKWALK_LEAKCHECK_PRELOADED, Report() works and reports
 // every allocation live in the process.
 //
+// Checks in a running process: stackwalk_leakcheck_check() / CheckLeaks() return the leaks found
+// since the previous check as records (each leaked block is returned by one check only), the
+// check_interval option runs such checks from a thread of the checker's own and appends each to
+// the output, and listeners are called after every check. Both libraries export the C functions;
+// the C++ functions call them, so a program linked with the in-process library reaches the
+// preloaded checker when it runs under it.
+//
+//   auto check = stackwalk::leakcheck::CheckLeaks({.name_frames = true});
+//   if (check.ok()) {
+//     for (const auto& leak : check->leaks) Log(leak.bytes, leak.allocations, leak.frames);
+//   }
+//
 // Thread safety: all functions are thread-safe. Signal safety: none is async-signal-safe (use
 // the report_signal option to report on a signal).
 #ifndef STACKWALK_LEAKCHECK_H_
 #define STACKWALK_LEAKCHECK_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define STACKWALK_LEAKCHECK_API __attribute__((visibility("default")))
@@ -39,15 +52,60 @@
 #define STACKWALK_LEAKCHECK_NOT_STARTED (-3)
 #define STACKWALK_LEAKCHECK_PRELOADED (-4)
 #define STACKWALK_LEAKCHECK_NOTHING_HOOKED (-5)
+#define STACKWALK_LEAKCHECK_TRUNCATED (-6)      // more records than the buffer holds
+#define STACKWALK_LEAKCHECK_NOT_A_BLOCK (-7)    // not the start of a live recorded block
+#define STACKWALK_LEAKCHECK_TOO_MANY_LISTENERS (-8)
+#define STACKWALK_LEAKCHECK_NO_SUCH_LISTENER (-9)
+
+// stackwalk_leak_record.kind
+#define STACKWALK_LEAK_DIRECT 0     // nothing reachable or leaked points to it
+#define STACKWALK_LEAK_INDIRECT 1   // only leaked blocks point to it
+#define STACKWALK_LEAK_REACHABLE 2
+#define STACKWALK_LEAK_MAX_PCS 64
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+// One record of a check: the blocks of one kind, allocated from one stack, that the check found
+// and no earlier check returned.
+struct stackwalk_leak_record {
+  int kind;                     // STACKWALK_LEAK_DIRECT, _INDIRECT or _REACHABLE
+  uint64_t bytes;               // the blocks' bytes
+  uint64_t allocations;         // and their number
+  uint64_t first_seen_check;    // the check that first found a leak of this kind from this stack
+  uint64_t first_seen_unix_ns;  // and when (CLOCK_REALTIME)
+  int32_t tid;                  // the thread that made the earliest block (0: unknown)
+  char thread[16];              // its name ("?" when unknown), NUL-terminated
+  uint32_t pc_count;
+  uintptr_t pcs[STACKWALK_LEAK_MAX_PCS];  // the allocating stack, innermost first (the
+                                          // program's call of the allocator first)
+};
+
+// A check's totals. direct_* and indirect_* count the check's records (the leaks new since the
+// previous check); reachable_* every block reachable now.
+struct stackwalk_leak_summary {
+  uint64_t check;  // this check's number: 1 for the process's first
+  uint64_t direct_bytes, direct_allocations;
+  uint64_t indirect_bytes, indirect_allocations;
+  uint64_t reachable_bytes, reachable_allocations;
+  uint64_t suppressed_bytes;
+  uint64_t pause_ns;  // how long other threads were stopped (0: not stopped)
+  uint64_t check_ns;  // the whole check
+  int method;         // how they were stopped: 0 not at all, 1 ptrace, 2 a signal
+  int unstopped;      // threads that could not be stopped
+};
+
+// Called after each check (stackwalk_leakcheck_check, CheckLeaks() or a periodic check), on the
+// thread that ran it, outside every lock of the checker: every record the check found, largest
+// first. The pointers live until it returns. It may call the checker's functions.
+typedef void (*stackwalk_leak_listener)(const struct stackwalk_leak_record* records, size_t count,
+                                        const struct stackwalk_leak_summary* summary, void* arg);
+
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
 // may be null; a ':' or '\' in a value escaped with '\'): libraries, ignore_libraries,
 // min_size, max_frames, method, output, format, report_at_exit, report_signal, exitcode,
-// follow_exec, unreachable_only. Forgets what an earlier Start()..Stop() recorded. Returns
+// follow_exec, unreachable_only, check_interval. Forgets what an earlier Start()..Stop() recorded. Returns
 // STACKWALK_LEAKCHECK_OK, _BAD_OPTIONS (the text does not parse), _ALREADY_STARTED, _PRELOADED
 // or _NOTHING_HOOKED (no loaded object matches `libraries`; nothing stays hooked).
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
@@ -62,15 +120,49 @@ STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_stop(void);
 // 1 if the preloaded checker runs in this process.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_preloaded(void);
 
+// Checks for leaks now: scans memory from the roots and writes to out[0..capacity) a record per
+// stack and kind of the leaked blocks no earlier check returned, largest first (out may be null
+// if capacity is 0); *count (if not null) gets the number of records found. If they do not all
+// fit, the first `capacity` are written and the rest are not taken as returned: the next check
+// returns them again. `summary` (may be null) gets the totals. Returns STACKWALK_LEAKCHECK_OK,
+// _TRUNCATED (*count says how many records the check found), or _NOT_STARTED (in-process, before
+// Start() or after Stop(), without the preloaded checker). The library filters apply.
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_check(struct stackwalk_leak_record* out,
+                                                      size_t capacity, size_t* count,
+                                                      struct stackwalk_leak_summary* summary);
+// Marks the block that starts at `block` (what malloc or new returned) as an intended leak, like
+// LeakSanitizer's __lsan_ignore_object: it is never reported, and what it points to counts as
+// reachable. Unlike LeakSanitizer, a pointer inside a block is refused. Returns
+// STACKWALK_LEAKCHECK_OK, _NOT_A_BLOCK (not the start of a live block the checker recorded: freed,
+// made before it started, or by an object it does not hook) or _NOT_STARTED.
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_ignore_object(const void* block);
+// Adds a listener, called with `arg` after each check; returns its id (> 0), or
+// STACKWALK_LEAKCHECK_TOO_MANY_LISTENERS (16 at once).
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_add_listener(stackwalk_leak_listener listener,
+                                                             void* arg);
+// Removes a listener. When it returns the listener is not running and is not called again (but
+// when called from a listener, a call running on another thread may still be finishing).
+// Returns STACKWALK_LEAKCHECK_OK or _NO_SUCH_LISTENER.
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_remove_listener(int id);
+// Calls `each` with every record of a check, then fills `summary` (may be null): the form of
+// stackwalk_leakcheck_check() without a buffer (every record is taken as returned). Returns
+// STACKWALK_LEAKCHECK_OK or _NOT_STARTED.
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_check_each(
+    void (*each)(const struct stackwalk_leak_record* record, void* arg), void* arg,
+    struct stackwalk_leak_summary* summary);
+
 #ifdef __cplusplus
 }  // extern "C"
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "stackwalk/capture.h"
+#include "stackwalk/symbolizer.h"
 
 namespace stackwalk::leakcheck {
 
@@ -88,6 +180,7 @@ struct LeakCheckOptions {
   // Scan memory for pointers and report only blocks nothing reachable points to (best effort:
   // other threads keep running; see leakcheck/reachability.h).
   bool unreachable_only = false;
+  int check_interval = 0;        // seconds between periodic checks (0: none), 0..86400
 };
 
 struct LeakTotals {
@@ -102,6 +195,42 @@ struct LeakTotals {
 STACKWALK_LEAKCHECK_API absl::Status Start(const LeakCheckOptions& options);
 STACKWALK_LEAKCHECK_API absl::StatusOr<LeakTotals> Report();
 STACKWALK_LEAKCHECK_API absl::Status Stop();
+
+enum class LeakKind { kDirect, kIndirect, kReachable };
+
+// stackwalk_leak_record, with the frames named on request.
+struct LeakRecord {
+  LeakKind kind = LeakKind::kDirect;
+  uint64_t bytes = 0;
+  uint64_t allocations = 0;
+  std::vector<uintptr_t> pcs;
+  std::vector<SymbolizedFrame> frames;  // empty unless CheckOptions::name_frames
+  int tid = 0;
+  std::string thread;
+  uint64_t first_seen_check = 0;
+  std::chrono::system_clock::time_point first_seen;
+};
+
+struct CheckOptions {
+  bool name_frames = false;  // name each record's PCs (loads the symbolizer: slower)
+};
+
+struct LeakCheck {
+  std::vector<LeakRecord> leaks;  // largest first
+  stackwalk_leak_summary summary = {};
+};
+
+// CheckLeaks(): stackwalk_leakcheck_check() with every record. FailedPrecondition if no checker
+// runs (in-process, not started, and not preloaded). Not async-signal-safe (allocates).
+STACKWALK_LEAKCHECK_API absl::StatusOr<LeakCheck> CheckLeaks(const CheckOptions& options = {});
+// IgnoreObject(): stackwalk_leakcheck_ignore_object(); InvalidArgument for an address that is
+// not a live recorded block's start, FailedPrecondition if no checker runs.
+STACKWALK_LEAKCHECK_API absl::Status IgnoreObject(const void* block);
+// AddLeakListener(): `listener` is called after each check with its records (frames not named),
+// on the thread that ran the check, outside the checker's locks. Returns its id (> 0), or a
+// negative STACKWALK_LEAKCHECK_ status. RemoveLeakListener(): as stackwalk_leakcheck_remove_listener.
+STACKWALK_LEAKCHECK_API int AddLeakListener(std::function<void(const LeakCheck&)> listener);
+STACKWALK_LEAKCHECK_API void RemoveLeakListener(int id);
 
 }  // namespace stackwalk::leakcheck
 #endif  // __cplusplus
