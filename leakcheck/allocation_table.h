@@ -82,6 +82,18 @@ class AllocationTable {
     return true;
   }
 
+  // ForEach for a caller that already holds every shard lock (LockAll): fn(const Allocation&)
+  // for every live allocation, nothing locked or unlocked. The leak check's snapshot, taken with
+  // the world stopped. fn must not allocate.
+  template <class Fn>
+  void ForEachHeld(Fn&& fn) const {
+    for (const Shard& shard : shards_) {
+      for (uint64_t i = 0; i < shard.capacity; ++i) {
+        if (shard.slots[i].address > 1) fn(shard.slots[i]);
+      }
+    }
+  }
+
   // Reserves `n` consecutive sequence numbers and returns the first. Threads take them in
   // blocks, so numbers order allocations across threads only roughly; but every number handed
   // out before next_sequence() was read is below it.

@@ -23,6 +23,7 @@
 #include "leakcheck/report_model.h"
 #include "leakcheck/report_render_json.h"
 #include "leakcheck/report_render_text.h"
+#include "leakcheck/scan/check.h"
 #include "leakcheck/session.h"
 
 namespace stackwalk::leakcheck {
@@ -272,6 +273,7 @@ std::atomic<int32_t> g_checker_tid{0};
 
 void* CheckerMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
+  RegisterCheckerThread();  // a check by another thread neither stops it nor scans its stack
   g_checker_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   timespec next{};
   clock_gettime(CLOCK_MONOTONIC, &next);
@@ -289,6 +291,7 @@ void* CheckerMain(void*) {
     if (now.tv_sec > next.tv_sec) next = now;
   }
   g_checker_tid.store(0);
+  UnregisterCheckerThread();
   return nullptr;
 }
 
@@ -321,8 +324,6 @@ bool StartPeriodicChecks(State& state, int seconds) {
   });
   g_check_state = &state;
   g_interval = seconds;
-  // The scan reads other threads' stacks where their first allocation noted them.
-  state.recording.note_thread_stacks.store(true, std::memory_order_relaxed);
   return LaunchChecker();
 }
 

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 
-#include "core/proc_maps.h"
 #include "leakcheck/closed_modules.h"
 #include "stackwalk/capture.h"
 
@@ -16,7 +15,8 @@ namespace stackwalk::leakcheck {
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_inside = false;
 __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_forking = false;
-__attribute__((tls_model("initial-exec"))) static thread_local bool t_stack_noted = false;
+__attribute__((tls_model("initial-exec"))) static thread_local bool t_world_stopped = false;
+static std::atomic<uint64_t> g_hooks_while_stopped{0};
 // This thread's block of sequence numbers: one shared atomic per kSequenceBlock allocations.
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
@@ -92,9 +92,20 @@ uint32_t KnownThreadSerial() { return t_serial; }
 
 void SetForking(bool forking) { t_forking = forking; }
 
+void SetWorldStopped(bool stopped) { t_world_stopped = stopped; }
+uint64_t HooksWhileWorldStopped() { return g_hooks_while_stopped.load(std::memory_order_relaxed); }
+
+namespace {
+// True (and counted) if this thread is a leak check's, with the world stopped.
+bool WorldStoppedHere() {
+  if (!t_world_stopped) return false;
+  g_hooks_while_stopped.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+}  // namespace
+
 void ForgetThreadAfterFork() {
   t_serial = 0;
-  t_stack_noted = false;
   t_sequence_next = t_sequence_end = 0;
 }
 
@@ -122,7 +133,7 @@ uint64_t NextSequence(AllocationTable& table) {
 }  // namespace
 
 __attribute__((noinline)) void Record(void* p, size_t size) {
-  if (p == nullptr || t_inside || t_forking) return;
+  if (WorldStoppedHere() || p == nullptr || t_inside || t_forking) return;
   State& s = ConfiguredState();
   if (!s.active.load(std::memory_order_acquire) ||
       size < s.recording.min_size.load(std::memory_order_relaxed)) {
@@ -134,17 +145,6 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
                              static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
-  if (s.recording.note_thread_stacks.load(std::memory_order_relaxed) && !t_stack_noted &&
-      serial != 0) {
-    // The reachability scan reads every thread's stack: note where this one's is (one read of
-    // /proc/self/maps per thread, with open/read only).
-    t_stack_noted = true;
-    internal::Mapping stack;
-    const int here = 0;
-    if (internal::FindMapping(reinterpret_cast<uintptr_t>(&here), &stack)) {
-      s.threads.SetStack(serial, stack.range.lo, stack.range.hi);
-    }
-  }
   Allocation replaced;
   if (s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
                            NextSequence(s.allocations), &replaced)) {
@@ -161,7 +161,7 @@ void Unrecord(void* p) {
 }
 
 bool TakeRecord(void* p, Allocation* removed) {
-  if (p == nullptr || t_forking) return false;
+  if (WorldStoppedHere() || p == nullptr || t_forking) return false;
   State& s = GlobalState();
   if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
   CountFreed(s, *removed);
@@ -169,7 +169,7 @@ bool TakeRecord(void* p, Allocation* removed) {
 }
 
 void RestoreRecord(const Allocation& a) {
-  if (t_forking) return;
+  if (WorldStoppedHere() || t_forking) return;
   State& s = GlobalState();
   Allocation replaced;
   if (s.allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced)) {

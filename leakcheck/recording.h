@@ -42,6 +42,11 @@ uint32_t KnownThreadSerial();
 // Between fork()'s prepare and after handlers the forking thread holds every table lock: its
 // allocations then (other libraries' fork handlers) go unrecorded instead of spinning on them.
 void SetForking(bool forking);
+// While a leak check has the world stopped, its thread holds every table lock and must not call
+// the allocator (a stopped thread may hold its lock): a hook that runs on it then is counted and
+// records nothing. The count is what tests assert stays 0.
+void SetWorldStopped(bool stopped);
+uint64_t HooksWhileWorldStopped();
 // After fork(), in the child: its one thread is a new thread.
 void ForgetThreadAfterFork();
 

@@ -2,6 +2,7 @@
 // collect, classify, name, group and filter — each in a file of its own; WriteReport renders it
 // and writes it out.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@
 #include "leakcheck/report_render_json.h"
 #include "leakcheck/report_render_text.h"
 #include "leakcheck/report_suppress.h"
+#include "leakcheck/scan/check.h"
+#include "leakcheck/scan/maps_snapshot.h"
+#include "leakcheck/scan/mark.h"
+#include "leakcheck/scan/safe_reader.h"
+#include "leakcheck/scan/scratch_arena.h"
 #include "leakcheck/suppressions.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/state.h"
@@ -40,8 +46,34 @@ void ApplySuppressions(const Options& options, const Allocation* blocks, size_t 
     suppressions = Suppressions();
   }
   suppressions.AddBuiltin();
-  // No spread yet: only blocks whose own stack matches are suppressed.
-  SuppressLeaks(blocks, n, stacks, LeakSpread(), &suppressions, verdicts, report);
+  // The spread reads leaked blocks after the world resumed (another thread may free one
+  // meanwhile): through a SafeReader over a fresh maps snapshot, read only if a rule matched.
+  MapsSnapshot maps;
+  std::optional<SafeReader> reader;
+  ScratchArena scratch;
+  const LeakSpread spread = [&](const Allocation* b, size_t count, const Verdict* v,
+                                const uint8_t* seeds, uint8_t* out) {
+    if (!reader) {
+      maps.Read();
+      reader.emplace(&maps);
+    }
+    return SpreadFrom(b, count, v, seeds, *reader, out, &scratch);
+  };
+  SuppressLeaks(blocks, n, stacks, spread, &suppressions, verdicts, report);
+}
+
+// How the check stopped the world, for the report's header and "stop".
+void FillStop(const CheckOutcome& check, ReportSummary* summary) {
+  summary->method = check.method == StopMethod::kPtrace   ? "ptrace"
+                    : check.method == StopMethod::kSignal ? "signal"
+                                                          : "none";
+  summary->fallback_reason = check.fallback_reason;
+  summary->stopped_threads = check.stopped_threads;
+  for (const UnstoppedThread& t : check.unstopped) {
+    summary->unstopped.push_back({t.tid, t.why != nullptr ? t.why : ""});
+  }
+  summary->pause_ns = check.pause_ns;
+  summary->check_ns = check.check_ns;
 }
 
 }  // namespace
@@ -53,33 +85,33 @@ int& ReportCount() {
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
                        std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
-  // Where the reachability scan starts on this thread's stack: above this frame's callees, which
-  // hold the scan's own copies of block addresses.
-  const int stack_mark = 0;
+  // The check reads this thread's stack from the outermost entry up (WriteReport's, else here).
+  CheckEntry entry;
   const Options& options = state.options;
-  const bool scan = true;  // every report and check scans: leaks only by default
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
-    LiveSnapshot live(state.allocations);
-    std::vector<Verdict> verdicts =
-        ClassifyBlocks(live.begin(), live.size(), scan, state.threads,
-                       KnownThreadSerial(), reinterpret_cast<uintptr_t>(&stack_mark));
+    CheckOutcome check;
+    ClassifyBlocks(state, &check);
     // Ignored blocks out, and for a check those an earlier check returned (checks.h).
-    const size_t n = SelectBlocks(live.begin(), live.size(), &verdicts, scope);
+    const size_t n =
+        SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
+    const Allocation* blocks = check.blocks.data();
     // Every stack is named before the tallies: at exit some are not the program's.
-    std::vector<NamedStack> stacks = CollectStacks(live.begin(), n, state.stacks);
+    std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
-    ApplySuppressions(options, live.begin(), n, stacks, &verdicts, &report);
-    GroupBlocks(live.begin(), n, verdicts, stacks, report.at_exit, &report);
+    ApplySuppressions(options, blocks, n, stacks, &check.verdicts, &report);
+    GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
+    report.summary.scanned = check.complete;
+    FillStop(check, &report.summary);
   }
-  report.summary.scanned = scan;
   FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
   return report;
 }
 
 ReportTotals WriteReport(State& state, const char* occasion) {
+  CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
   SpinLockHolder hold(ReportLock());
   int& reports_written = ReportCount();
   const Options& options = state.options;

@@ -14,6 +14,7 @@
 
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/scan/check.h"
 #include "leakcheck/state.h"
 
 namespace stackwalk::leakcheck {
@@ -53,6 +54,7 @@ void OnReportSignal(int) {
 
 void* ReporterMain(void*) {
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
+  RegisterCheckerThread();  // a check by another thread neither stops it nor scans its stack
   g_reporter_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
   char occasion[32];
   std::snprintf(occasion, sizeof(occasion), "signal %d", g_report_signal);
@@ -62,6 +64,7 @@ void* ReporterMain(void*) {
     if (g_reporter_stopping.load()) break;
     WriteReport(GlobalState(), occasion);
   }
+  UnregisterCheckerThread();
   g_reporter_tid.store(0);
   return nullptr;
 }
@@ -80,6 +83,7 @@ void AfterForkChild() {
   g_reporter_tid.store(0);
   KeepReportDestination();  // the child reports its own blocks, as itself
   // The reporter thread was not copied: the child gets its own.
+  ForgetCheckerThreads();
   if (g_reporter_running.load()) LaunchReporter();
 }
 

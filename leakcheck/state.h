@@ -28,13 +28,11 @@ struct RecordingOptions {
   std::atomic<uint64_t> min_size{0};
   std::atomic<int> max_frames{Options().max_frames};  // Options' default until published
   std::atomic<int> method{0};
-  std::atomic<bool> note_thread_stacks{false};  // for the reachability scan (every report)
 
   void Publish(const Options& options) {
     min_size.store(options.min_size, std::memory_order_relaxed);
     max_frames.store(options.max_frames, std::memory_order_relaxed);
     method.store(options.method, std::memory_order_relaxed);
-    note_thread_stacks.store(true, std::memory_order_relaxed);  // every report scans
   }
 };
 

@@ -41,13 +41,6 @@ uint32_t ThreadRegistry::RegisterCurrent(int32_t tid) {
   return serial;
 }
 
-void ThreadRegistry::SetStack(uint32_t serial, uint64_t lo, uint64_t hi) {
-  if (Thread* t = Slot(serial)) {
-    t->stack_lo = lo;
-    t->stack_hi = hi;
-  }
-}
-
 void ThreadRegistry::MarkExited(uint32_t serial) {
   if (Thread* t = Slot(serial)) {
     prctl(PR_GET_NAME, t->name);

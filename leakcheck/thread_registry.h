@@ -1,6 +1,6 @@
 // ThreadRegistry: every thread that allocated, by serial number (1, 2, ...; kernel thread ids
-// are reused, serials are not), with its kernel id, its name, its stack mapping (for the
-// reachability scan) and its live bytes and their peak. The name is read when the
+// are reused, serials are not), with its kernel id, its name and its live bytes and their peak.
+// The name is read when the
 // thread first allocates, again when it exits, and from /proc at report time while it runs, so
 // a name set after the first allocation is still shown. Memory from mmap; no malloc.
 #ifndef STACKWALK_LEAKCHECK_THREAD_REGISTRY_H_
@@ -19,8 +19,6 @@ class ThreadRegistry {
     int32_t tid = 0;
     bool exited = false;
     char name[16] = {};
-    uint64_t stack_lo = 0;  // the thread's stack mapping when recorded (0: not recorded)
-    uint64_t stack_hi = 0;
     uint64_t live_bytes = 0;  // in a Lookup() copy: what the thread allocated that is still live
     uint64_t peak_bytes = 0;  // and its high-water mark
   };
@@ -39,8 +37,6 @@ class ThreadRegistry {
   }
   // Zeroes every thread's counter (a new in-process session).
   void ResetLiveBytes();
-  // Records the stack mapping of thread `serial` (the reachability scan's roots).
-  void SetStack(uint32_t serial, uint64_t lo, uint64_t hi);
   // Calls fn(serial, const Thread&) for every registered thread that has not exited.
   template <class Fn>
   void ForEachRunning(Fn&& fn) const {

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "leakcheck/report_classify.h"
 #include "leakcheck/report_collect.h"
 #include "leakcheck/report_destination.h"
 
@@ -61,15 +60,6 @@ TEST(LeakReportCollect, StacksKeepTheProgramsFramesAndTheirEarliestBlock) {
   EXPECT_EQ(collected[b].pcs, (std::vector<uintptr_t>{pc(libc), pc(own)}));
   EXPECT_EQ(collected[unused].earliest, UINT64_MAX);  // no live block: not collected
   EXPECT_TRUE(collected[unused].pcs.empty());
-}
-
-TEST(LeakReportClassify, WithoutAScanEveryBlockIsLiveAndStaysWhereItWas) {
-  std::vector<Allocation> blocks = {{0x3000, 8, 1, 1, 1}, {0x1000, 8, 2, 1, 1}};
-  ThreadRegistry threads;
-  const std::vector<Verdict> verdicts =
-      ClassifyBlocks(blocks.data(), blocks.size(), false, threads, 0, 0);
-  EXPECT_EQ(verdicts, (std::vector<Verdict>{Verdict::kLive, Verdict::kLive}));
-  EXPECT_EQ(blocks[0].address, 0x3000u);
 }
 
 std::string Contents(const std::string& path) {

@@ -27,6 +27,28 @@ std::map<uintptr_t, Allocation> Walk(AllocationTable& table) {
   return seen;
 }
 
+TEST(AllocationTable, ForEachHeldWalksWhatForEachWalks) {
+  // With every shard lock taken by the caller (the leak check's snapshot), the same blocks, each
+  // once, after inserts, removals and growth.
+  auto table = std::make_unique<AllocationTable>();
+  for (uint64_t i = 0; i < 20000; ++i) ASSERT_TRUE(table->Insert(AddressOf(i), i + 1, 1, 1, i));
+  for (uint64_t i = 0; i < 20000; i += 3) ASSERT_TRUE(table->Remove(AddressOf(i)));
+  const std::map<uintptr_t, Allocation> walked = Walk(*table);
+  std::map<uintptr_t, Allocation> held;
+  table->LockAll();
+  table->ForEachHeld([&](const Allocation& a) {
+    EXPECT_TRUE(held.emplace(a.address, a).second) << "walked twice: " << a.address;
+  });
+  table->UnlockAll();
+  ASSERT_EQ(held.size(), walked.size());
+  EXPECT_EQ(held.size(), 20000u - 6667u);
+  for (const auto& [address, a] : walked) {
+    ASSERT_EQ(held.count(address), 1u) << address;
+    EXPECT_EQ(held.at(address).size, a.size);
+    EXPECT_EQ(held.at(address).sequence, a.sequence);
+  }
+}
+
 TEST(AllocationTable, InsertRemoveAndTheirCounts) {
   auto table = std::make_unique<AllocationTable>();
   EXPECT_EQ(table->live_count(), 0u);

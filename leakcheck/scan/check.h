@@ -7,6 +7,8 @@
 #ifndef STACKWALK_LEAKCHECK_SCAN_CHECK_H_
 #define STACKWALK_LEAKCHECK_SCAN_CHECK_H_
 
+#include <ucontext.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +35,14 @@ struct UnstoppedThread {
 };
 
 struct CheckOutcome {
+  CheckOutcome() = default;
+  CheckOutcome(const CheckOutcome&) = default;
+  CheckOutcome& operator=(const CheckOutcome&) = default;
+  // Zeroes the copy of every block's address before its memory goes back to the allocator: a
+  // block that later reused it, not cleared, would hold them all, and a leak it points to would
+  // pass for reachable.
+  ~CheckOutcome();
+
   std::vector<Allocation> blocks;  // the live blocks, sorted by address
   std::vector<Verdict> verdicts;   // one per block
   StopMethod method = StopMethod::kNone;
@@ -46,9 +56,39 @@ struct CheckOutcome {
   std::string error;               // why, when not complete
 };
 
-// Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized). False (with
-// out->error) if no check could run; out->blocks and verdicts (all kLive) are filled anyway.
+// Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized), with a
+// CheckEntry at its entry point. False (with out->error) if no check could run; out->blocks and
+// verdicts (all kLive) are filled anyway.
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
+
+// Where the program's part of the checking thread's stack ends. A check run while one is alive
+// on its thread reads that thread's registers as they were at the entry and its stack from the
+// entry up, not the checker's frames in between, whose unused slots hold stale copies of block
+// addresses from earlier checks (a leak would pass for reachable). Declare one first thing at
+// every entry point that leads to RunCheck (WriteReport does); without one, RunCheck's own
+// frame is the limit. Not copyable; nests (the outermost counts).
+class CheckEntry {
+ public:
+  CheckEntry();
+  ~CheckEntry();
+  CheckEntry(const CheckEntry&) = delete;
+  CheckEntry& operator=(const CheckEntry&) = delete;
+
+  const ucontext_t& context() const { return context_; }
+  uintptr_t stack_limit() const { return reinterpret_cast<uintptr_t>(this); }
+
+ private:
+  ucontext_t context_;
+  bool outermost_;
+};
+
+// The calling thread is one of the checker's own (the signal reporter, a periodic checker): a
+// check run by another thread neither stops it nor reads its stack as a root. Up to 16 at once;
+// call Unregister before the thread ends. Async-signal-safe, no malloc.
+void RegisterCheckerThread();
+void UnregisterCheckerThread();
+// In a fork()ed child: the parent's checker threads were not copied.
+void ForgetCheckerThreads();
 
 }  // namespace stackwalk::leakcheck
 

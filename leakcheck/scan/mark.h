@@ -29,7 +29,8 @@ bool MarkFromRoots(const Allocation* blocks, size_t n, const RootSet& roots, Mem
 // they cannot change): out[i] = kReachable for marked blocks; for the others kIndirect if another
 // unmarked block points into them, else kDirect; a cycle of leaks with no direct head gets one
 // head (its lowest sequence number) as kDirect, as valgrind's clique leaders. `ignored[i]` (may
-// be nullptr) gives kIgnored.
+// be nullptr) gives kIgnored. False if scratch memory ran out: the unmarked blocks are then left
+// kLive (unsplit).
 bool SplitLeaks(const Allocation* blocks, size_t n, const uint8_t* marks, const uint8_t* ignored,
                 MemoryReader& reader, Verdict* out, ScratchArena* scratch);
 

@@ -22,11 +22,15 @@ class ScratchArena {
     return static_cast<T*>(Allocate(n * sizeof(T)));
   }
   size_t mapped_bytes() const { return mapped_; }
+  // At most `bytes` mapped from now on (0: no limit): Allocate fails beyond it (tests, and a
+  // check's bound on its own memory).
+  void set_limit(size_t bytes) { limit_ = bytes; }
 
  private:
   struct Chunk;
   Chunk* head_ = nullptr;
   size_t mapped_ = 0;
+  size_t limit_ = 0;
 };
 
 }  // namespace stackwalk::leakcheck

@@ -1,0 +1,347 @@
+// RunCheck (leakcheck/scan/check.h) in a real process: this test binary hooks its own malloc,
+// calloc, realloc and free (as the preloaded checker does: Record after the real call, Unrecord
+// before the real free), so its own blocks are recorded while `g_hooked` is set. A dropped list is
+// one direct and nine indirect leaks; blocks held in a global, an anonymous mapping or another
+// running thread's stack are not leaks; a checker thread's stack is not a root; and while the
+// world is stopped no hook runs on the checking thread (100 checks with 10k live blocks and 4
+// threads allocating throughout).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "leakcheck/recording.h"
+#include "leakcheck/scan/check.h"
+#include "leakcheck/state.h"
+
+namespace {
+std::atomic<bool> g_hooked{false};
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void __libc_free(void*);
+
+void* malloc(size_t size) {
+  void* p = __libc_malloc(size);
+  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size);
+  return p;
+}
+void* calloc(size_t n, size_t size) {
+  void* p = __libc_calloc(n, size);
+  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, n * size);
+  return p;
+}
+void free(void* p) {
+  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Unrecord(p);
+  __libc_free(p);
+}
+void* realloc(void* old, size_t size) {
+  stackwalk::leakcheck::Allocation before{};
+  const bool tracked = g_hooked.load(std::memory_order_relaxed) &&
+                       stackwalk::leakcheck::TakeRecord(old, &before);
+  void* p = __libc_realloc(old, size);
+  if (p != nullptr) {
+    if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size);
+  } else if (tracked && size != 0) {
+    stackwalk::leakcheck::RestoreRecord(before);
+  }
+  return p;
+}
+}  // extern "C"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+// Hooks on for the test's lifetime; the table forgets what an earlier test recorded.
+class Hooked {
+ public:
+  Hooked() {
+    GlobalState().allocations.Clear();
+    ConfiguredState();
+    g_hooked.store(true);
+  }
+  ~Hooked() { g_hooked.store(false); }
+};
+
+// One check, as a report runs it (the test's frames above are the program's); false if it could
+// not run.
+__attribute__((noinline)) bool TryCheck(const CheckRequest& request, CheckOutcome* out) {
+  CheckEntry entry;
+  ReentryGuard own;
+  SpinLockHolder hold(ReportLock());
+  return RunCheck(GlobalState(), request, out);
+}
+
+CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
+  CheckOutcome out;
+  const bool complete = TryCheck(request, &out);
+  EXPECT_EQ(complete, out.complete);
+  EXPECT_TRUE(out.complete) << out.error;
+  EXPECT_EQ(out.blocks.size(), out.verdicts.size());
+  EXPECT_TRUE(std::is_sorted(
+      out.blocks.begin(), out.blocks.end(),
+      [](const Allocation& a, const Allocation& b) { return a.address < b.address; }));
+  return out;
+}
+
+// The test keeps block addresses mangled (~address) wherever it keeps them: its own vectors and
+// sets are recorded blocks too, and a plain copy there would hold the block it names.
+uintptr_t Mangle(const void* block) { return ~reinterpret_cast<uintptr_t>(block); }
+void* Unmangle(uintptr_t m) { return reinterpret_cast<void*>(~m); }
+// Not inlined, so that the raw address is never worked out (and perhaps spilled) in the caller's
+// frame ahead of time.
+__attribute__((noinline)) void FreeMangled(uintptr_t m) { free(Unmangle(m)); }
+
+// Not inlined: the raw address it compares with must not stay in a register of the caller's.
+__attribute__((noinline)) Verdict VerdictOf(const CheckOutcome& out, uintptr_t mangled) {
+  for (size_t i = 0; i < out.blocks.size(); ++i) {
+    if (~out.blocks[i].address == mangled) return out.verdicts[i];
+  }
+  ADD_FAILURE() << "not a live recorded block: " << Unmangle(mangled);
+  return Verdict::kLive;
+}
+
+// Every leaked block, mangled.
+__attribute__((noinline)) std::set<uintptr_t> Leaks(const CheckOutcome& out) {
+  std::set<uintptr_t> leaks;
+  for (size_t i = 0; i < out.blocks.size(); ++i) {
+    if (IsLeak(out.verdicts[i])) leaks.insert(~out.blocks[i].address);
+  }
+  return leaks;
+}
+
+// Overwrites the dead stack below the caller's frame, and with it the copies of block addresses
+// the functions that made them left there (a conservative scan would read them as references).
+__attribute__((noinline)) void ClobberStack() {
+  volatile char junk[32 << 10];
+  for (size_t i = 0; i < sizeof(junk); ++i) junk[i] = 0;
+}
+
+// A list of `count` 48-byte nodes (next at offset 8), dropped: only its nodes' addresses are
+// returned, mangled (so the vector holding them is not a root for them).
+__attribute__((noinline)) std::vector<uintptr_t> DropAList(size_t count) {
+  std::vector<uintptr_t> mangled;
+  void* next = nullptr;
+  for (size_t i = 0; i < count; ++i) {
+    auto** node = static_cast<void**>(malloc(48));
+    std::memset(node, 0, 48);
+    node[1] = next;
+    next = node;
+    mangled.push_back(Mangle(node));
+  }
+  return mangled;
+}
+
+// A block made in a callee and stored at `where` (no copy left in the caller's frame).
+__attribute__((noinline)) uintptr_t StoreNew(void* volatile* where, size_t size) {
+  *where = malloc(size);
+  return Mangle(*where);
+}
+
+void* volatile g_held = nullptr;  // a global root
+
+void* volatile g_dropped = nullptr;  // held, then dropped before the check
+
+TEST(RunCheck, ADroppedListIsOneDirectAndNineIndirectAndGlobalsHold) {
+  Hooked hooked;
+  const uintptr_t held = StoreNew(&g_held, 100);
+  const uintptr_t dropped = StoreNew(&g_dropped, 100);
+  g_dropped = nullptr;
+  const std::vector<uintptr_t> list = DropAList(10);
+  ClobberStack();
+  const CheckOutcome out = Check();
+  EXPECT_NE(out.method, StopMethod::kNone);
+  EXPECT_EQ(VerdictOf(out, held), Verdict::kReachable);
+  EXPECT_EQ(VerdictOf(out, dropped), Verdict::kDirect);
+  EXPECT_EQ(VerdictOf(out, list.back()), Verdict::kDirect);  // the head: made last
+  for (size_t i = 0; i + 1 < list.size(); ++i) {
+    EXPECT_EQ(VerdictOf(out, list[i]), Verdict::kIndirect) << i;
+  }
+  std::set<uintptr_t> leaks(list.begin(), list.end());
+  leaks.insert(dropped);
+  EXPECT_EQ(Leaks(out), leaks);
+  EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kGlobals)], 0u);
+  EXPECT_GT(out.check_ns, 0u);
+  for (uintptr_t m : list) FreeMangled(m);
+  FreeMangled(held);
+  FreeMangled(dropped);
+}
+
+TEST(RunCheck, AnonymousMappingsAreRootsUnlessAskedNotToBe) {
+  Hooked hooked;
+  auto* arena = static_cast<void**>(
+      mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(arena, MAP_FAILED);
+  const uintptr_t mangled = StoreNew(&arena[100], 64);
+  ClobberStack();
+  const CheckOutcome with = Check();
+  EXPECT_EQ(VerdictOf(with, mangled), Verdict::kReachable);
+  EXPECT_GT(with.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
+  CheckRequest lsan_rule;
+  lsan_rule.roots.anonymous_mappings = false;
+  const CheckOutcome without = Check(lsan_rule);
+  EXPECT_EQ(VerdictOf(without, mangled), Verdict::kDirect);
+  EXPECT_EQ(without.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
+  FreeMangled(mangled);
+  munmap(arena, 1 << 16);
+}
+
+TEST(RunCheck, WithoutAnonymousRootsTheLoadersBlocksAreRoots) {
+  // LeakSanitizer's rule: the loader's own memory (its minimal malloc's) is anonymous, so what it
+  // malloc'ed for a library kept loaded is held only from there: those blocks are roots. A
+  // dlopen with the hooks on records them with ld.so's frames first.
+  Hooked hooked;
+  void* library = dlopen(ROOTS_TLS_LIB_PATH, RTLD_NOW);
+  ASSERT_NE(library, nullptr) << dlerror();
+  CheckRequest lsan_rule;
+  lsan_rule.roots.anonymous_mappings = false;
+  {
+    const CheckOutcome out = Check(lsan_rule);
+    EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kLoaderBlocks)], 0u);
+    EXPECT_EQ(Leaks(out).size(), 0u);
+  }
+  g_hooked.store(false);  // dlclose frees what was recorded; the table is cleared next test
+  dlclose(library);
+}
+
+thread_local void* volatile t_kept = nullptr;
+
+TEST(RunCheck, AnExitedThreadsCachedStackIsNotARoot) {
+  // glibc keeps a joined thread's stack, its static TLS at the top, mapped for the next thread:
+  // the block the thread held only in a thread-local is a leak once it exited, though its
+  // address is still in that mapping.
+  Hooked hooked;
+  std::atomic<uintptr_t> mangled{0};
+  std::thread thread([&mangled] {
+    t_kept = malloc(90);
+    mangled.store(Mangle(t_kept));
+  });
+  thread.join();
+  ClobberStack();
+  {
+    const CheckOutcome out = Check();
+    EXPECT_EQ(VerdictOf(out, mangled.load()), Verdict::kDirect);
+  }
+  FreeMangled(mangled.load());
+}
+
+// A thread that holds a block only on its stack until told to go.
+struct Holder {
+  std::atomic<int> stage{0};  // 1: holding, 2: let go
+  std::atomic<uintptr_t> mangled{0};
+  bool checker = false;
+  void Run() {
+    if (checker) RegisterCheckerThread();
+    void* volatile held = malloc(80);
+    mangled.store(Mangle(held));
+    stage.store(1);
+    while (stage.load() != 2) sched_yield();
+    free(held);
+    if (checker) UnregisterCheckerThread();
+  }
+};
+
+TEST(RunCheck, AnotherThreadsStackHoldsButACheckerThreadsDoesNot) {
+  Hooked hooked;
+  for (bool checker : {false, true}) {
+    Holder holder;
+    holder.checker = checker;
+    std::thread thread([&holder] { holder.Run(); });
+    while (holder.stage.load() != 1) sched_yield();
+    const CheckOutcome out = Check();
+    EXPECT_EQ(VerdictOf(out, holder.mangled.load()),
+              checker ? Verdict::kDirect : Verdict::kReachable)
+        << "checker thread: " << checker;
+    EXPECT_GE(out.stopped_threads + out.unstopped.size(), checker ? 0u : 1u);
+    holder.stage.store(2);
+    thread.join();
+  }
+}
+
+TEST(RunCheck, TheCountOfHooksWhileStoppedCounts) {
+  // What the next test asserts stays 0 does count a hook on a thread marked stopped (and records
+  // nothing for it).
+  Hooked hooked;
+  const uint64_t before = HooksWhileWorldStopped();
+  SetWorldStopped(true);
+  void* p = malloc(16);
+  free(p);
+  SetWorldStopped(false);
+  EXPECT_EQ(HooksWhileWorldStopped(), before + 2);
+}
+
+TEST(RunCheck, NoHookRunsOnTheCheckingThreadWhileTheWorldIsStopped) {
+  Hooked hooked;
+  std::vector<void*> live(10000);
+  for (size_t i = 0; i < live.size(); ++i) live[i] = malloc(16 + i % 200);
+  const std::vector<uintptr_t> list = DropAList(10);
+  const std::set<uintptr_t> dropped(list.begin(), list.end());
+  ClobberStack();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&stop, t] {
+      void* ring[64] = {};
+      for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        void*& slot = ring[i % 64];
+        free(slot);
+        slot = malloc(8 + (i * 7 + t) % 300);
+      }
+      for (void* p : ring) free(p);
+    });
+  }
+  const uint64_t before = HooksWhileWorldStopped();
+  size_t spurious = 0;
+  for (StopRequest method : {StopRequest::kSignal, StopRequest::kPtrace}) {
+    CheckRequest request;
+    request.stop = method;
+    uint64_t pause_ns = 0, check_ns = 0;
+    int checks = 0;
+    for (; checks < 100; ++checks) {
+      CheckOutcome out;
+      if (!TryCheck(request, &out)) {
+        // ptrace refused here (Yama, a container, a tracer already attached): said, not failed.
+        EXPECT_EQ(method, StopRequest::kPtrace) << out.error;
+        std::printf("ptrace: no check (%s; %s)\n", out.error.c_str(), out.fallback_reason.c_str());
+        break;
+      }
+      EXPECT_EQ(out.method,
+                method == StopRequest::kSignal ? StopMethod::kSignal : StopMethod::kPtrace);
+      EXPECT_GE(out.stopped_threads, 4u);
+      EXPECT_GE(out.blocks.size(), live.size());
+      const std::set<uintptr_t> leaks = Leaks(out);
+      // The dropped list always; a held block never (nor a block in a running thread's ring).
+      EXPECT_TRUE(std::includes(leaks.begin(), leaks.end(), dropped.begin(), dropped.end()));
+      spurious += leaks.size() - std::min(leaks.size(), dropped.size());
+      pause_ns += out.pause_ns;
+      check_ns += out.check_ns;
+    }
+    if (checks > 0) {
+      std::printf("%s: %d checks of %zu+ blocks, pause %.2f ms, check %.2f ms on average\n",
+                  method == StopRequest::kSignal ? "signal" : "ptrace", checks, live.size(),
+                  pause_ns / 1e6 / checks, check_ns / 1e6 / checks);
+    }
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(HooksWhileWorldStopped(), before);
+  EXPECT_EQ(spurious, 0u);
+  for (void* p : live) free(p);
+  explicit_bzero(live.data(), live.size() * sizeof(void*));  // no stale copies for the next test
+  for (uintptr_t m : list) FreeMangled(m);
+}
+
+}  // namespace
+}  // namespace stackwalk::leakcheck
