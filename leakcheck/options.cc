@@ -151,21 +151,26 @@ void ShowTextField(const Options& o, char* out, size_t size) {
   ShowText(o.*field, out, size);
 }
 
-// The words of `method`, index for index its stackwalk_method value.
-constexpr const char* kMethods[] = {"auto", "fp", "ehframe"};
-
-bool SetMethod(Options* o, const char* value, size_t len) {
-  for (int i = 0; i < 3; ++i) {
-    if (Equals(value, len, kMethods[i])) {
-      o->method = i;
+// An option that takes one of `words` (index for index the field's value).
+template <int Options::*field, const char* const* words, int count>
+bool SetChoice(Options* o, const char* value, size_t len) {
+  for (int i = 0; i < count; ++i) {
+    if (Equals(value, len, words[i])) {
+      o->*field = i;
       return true;
     }
   }
   return false;
 }
-void ShowMethod(const Options& o, char* out, size_t size) {
-  ShowText(o.method >= 0 && o.method < 3 ? kMethods[o.method] : "?", out, size);
+template <int Options::*field, const char* const* words, int count>
+void ShowChoice(const Options& o, char* out, size_t size) {
+  ShowText(o.*field >= 0 && o.*field < count ? words[o.*field] : "?", out, size);
 }
+
+// The words of `method`, index for index its stackwalk_method value.
+constexpr const char* kMethods[] = {"auto", "fp", "ehframe"};
+// The words of `stop_method`, index for index its value.
+constexpr const char* kStopMethods[] = {"auto", "ptrace", "signal"};
 
 bool SetFormat(Options* o, const char* value, size_t len) {
   if (!Equals(value, len, "text") && !Equals(value, len, "json")) return false;
@@ -173,6 +178,42 @@ bool SetFormat(Options* o, const char* value, size_t len) {
   return true;
 }
 void ShowFormat(const Options& o, char* out, size_t size) { ShowText(o.json ? "json" : "text", out, size); }
+
+// `suppressions`: each setting adds its files to the list (the launcher's repeated option and the
+// text form's repeated key both add up); an empty value adds nothing.
+bool AddSuppressions(Options* o, const char* value, size_t len) {
+  if (len == 0) return true;
+  const size_t used = strlen(o->suppressions);
+  const size_t comma = used > 0 ? 1 : 0;
+  if (used + comma + len >= sizeof(o->suppressions)) return false;
+  if (comma) o->suppressions[used] = ',';
+  memcpy(o->suppressions + used + comma, value, len);
+  o->suppressions[used + comma + len] = '\0';
+  return true;
+}
+
+// `stop_signal`: 0 (SIGRTMIN+5), a number, a name, or RTMIN+N; not one the report or a fault uses.
+bool SetStopSignal(Options* o, const char* value, size_t len) {
+  if (Equals(value, len, "0")) {
+    o->stop_signal = 0;
+    return true;
+  }
+  if (len > 3 && strncmp(value, "SIG", 3) == 0) {
+    value += 3;
+    len -= 3;
+  }
+  int signo = 0;
+  if (len > 6 && strncmp(value, "RTMIN+", 6) == 0) {
+    long long n = 0;
+    if (!ParseInt(value + 6, len - 6, &n) || n > SIGRTMAX - SIGRTMIN) return false;
+    signo = SIGRTMIN + static_cast<int>(n);
+  } else if (!ParseSignal(value, len, &signo)) {
+    return false;
+  }
+  if (signo == SIGCHLD || signo == SIGCONT || signo == SIGPIPE) return false;  // not parking ones
+  o->stop_signal = signo;
+  return true;
+}
 
 bool SetSignal(Options* o, const char* value, size_t len) {
   if (Equals(value, len, "0")) {  // none
@@ -199,7 +240,8 @@ const OptionSpec kOptionSpecs[] = {
     {"max_frames", "max-frames", 0, "N", OptionType::kNumber,
      SetNumber<int, &Options::max_frames, 1, 64>, ShowNumberField<int, &Options::max_frames>,
      "frames kept per allocation, 1..64"},
-    {"method", "method", 0, "M", OptionType::kChoice, SetMethod, ShowMethod,
+    {"method", "method", 0, "M", OptionType::kChoice, SetChoice<&Options::method, kMethods, 3>,
+     ShowChoice<&Options::method, kMethods, 3>,
      "unwinder for allocation stacks: auto, fp or ehframe"},
     {"format", "format", 0, "F", OptionType::kChoice, SetFormat, ShowFormat,
      "report format: text or json"},
@@ -220,8 +262,31 @@ const OptionSpec kOptionSpecs[] = {
      ShowBool<&Options::follow_exec>, "check the programs PROGRAM executes too"},
     {"unreachable_only", "unreachable-only", 0, nullptr, OptionType::kFlag,
      SetBool<&Options::unreachable_only>, ShowBool<&Options::unreachable_only>,
-     "scan memory for pointers and report only blocks nothing reachable points to (definitely "
-     "and indirectly lost)"},
+     "accepted and ignored: only leaks (direct and indirect) are listed now unless "
+     "--show-reachable"},
+    {"show_reachable", "show-reachable", 0, nullptr, OptionType::kFlag,
+     SetBool<&Options::show_reachable>, ShowBool<&Options::show_reachable>,
+     "list the blocks still reachable too (their totals are always in the summary)"},
+    {"suppressions", "suppressions", 0, "FILE", OptionType::kText, AddSuppressions,
+     ShowTextField<sizeof(Options::suppressions), &Options::suppressions>,
+     "leaks to leave out, in LeakSanitizer's format ('leak:PATTERN' lines); repeatable, and a "
+     "comma-separated list in the text form"},
+    {"anonymous_roots", "anonymous-roots", 0, "0|1", OptionType::kBool,
+     SetBool<&Options::anonymous_roots>, ShowBool<&Options::anonymous_roots>,
+     "1: writable anonymous mappings that are not heap are roots (valgrind's rule); 0: they are "
+     "not (LeakSanitizer's)"},
+    {"stop_method", "stop-method", 0, "M", OptionType::kChoice,
+     SetChoice<&Options::stop_method, kStopMethods, 3>,
+     ShowChoice<&Options::stop_method, kStopMethods, 3>,
+     "how other threads are stopped for a check: auto (ptrace, else a signal), ptrace or signal"},
+    {"stop_timeout_ms", "stop-timeout-ms", 0, "MS", OptionType::kNumber,
+     SetNumber<int, &Options::stop_timeout_ms, 1, 600000>,
+     ShowNumberField<int, &Options::stop_timeout_ms>,
+     "how long the signal method waits for a thread to stop, 1..600000 ms; one that does not is "
+     "scanned running and named in the report"},
+    {"stop_signal", "stop-signal", 0, "SIG", OptionType::kSignal, SetStopSignal,
+     ShowNumberField<int, &Options::stop_signal>,
+     "the signal method's signal (a number, a name or RTMIN+N); 0: SIGRTMIN+5"},
     {"check_interval", "check-interval", 0, "SECONDS", OptionType::kNumber,
      SetNumber<int, &Options::check_interval, 0, 86400>, ShowNumberField<int, &Options::check_interval>,
      "every SECONDS, check for leaks found since the last check and append them to the output "
@@ -266,7 +331,7 @@ Options ParseOptions(const char* text, int* problems) {
   if (text == nullptr) return o;
   // One "key=value" at a time, unescaped into `item` (no allocation): '\' takes the next byte
   // as it is, an unescaped ':' ends the item.
-  char item[sizeof(o.libraries) + 64];
+  char item[sizeof(o.suppressions) + 64];
   for (const char* p = text; *p != '\0';) {
     size_t len = 0;
     bool too_long = false;
@@ -296,6 +361,13 @@ Options ParseOptions(const char* text, int* problems) {
       Complain("bad value for option: ", item, len);
       ++bad;
     }
+  }
+  if (o.unreachable_only) {
+    static const char kNote[] =
+        "stackwalk-leakcheck: note: unreachable_only is ignored: only leaks are listed by default "
+        "now (show_reachable lists the rest)\n";
+    ssize_t ignored = write(2, kNote, sizeof(kNote) - 1);
+    (void)ignored;
   }
   if (problems != nullptr) *problems = bad;
   return o;

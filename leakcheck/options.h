@@ -24,7 +24,15 @@ struct Options {
   bool json = false;      // format=json: the report as one JSON object
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report
   bool follow_exec = false;  // keep the preload for programs this one executes
-  bool unreachable_only = false;  // report only blocks no pointer chain from the roots reaches
+  // Accepted and ignored: leaks only (what it used to ask for) is the default. ParseOptions notes
+  // that on stderr.
+  bool unreachable_only = false;
+  bool show_reachable = false;     // list the reachable blocks too (always counted in the summary)
+  char suppressions[1024] = {};    // comma-separated suppressions files; each setting adds one
+  bool anonymous_roots = true;     // writable anonymous mappings are roots (valgrind's rule)
+  int stop_method = 0;             // how the world is stopped: auto (0), ptrace (1), signal (2)
+  int stop_timeout_ms = 1000;      // how long the signal method waits for each thread to park
+  int stop_signal = 0;             // the signal method's signal; 0: SIGRTMIN+5
   int check_interval = 0;  // seconds between checks by a thread of the checker's own; 0: none
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs

@@ -2,6 +2,7 @@
 // collect, classify, name, group and filter — each in a file of its own; WriteReport renders it
 // and writes it out.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@
 #include "leakcheck/report_name.h"
 #include "leakcheck/report_render_json.h"
 #include "leakcheck/report_render_text.h"
+#include "leakcheck/report_suppress.h"
+#include "leakcheck/scan/check.h"
+#include "leakcheck/scan/maps_snapshot.h"
+#include "leakcheck/scan/mark.h"
+#include "leakcheck/scan/safe_reader.h"
+#include "leakcheck/scan/scratch_arena.h"
+#include "leakcheck/suppressions.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/state.h"
 
@@ -24,6 +32,51 @@ SpinLock& ReportLock() {
   static SpinLock lock;  // constant-initialized
   return lock;
 }
+
+namespace {
+
+// The suppress stage (report_suppress.h) with the built-in rule and the `suppressions` files; a
+// file that cannot be read or parsed leaves every file out, and the report says why.
+void ApplySuppressions(const Options& options, const Allocation* blocks, size_t n,
+                       const std::vector<NamedStack>& stacks, std::vector<Verdict>* verdicts,
+                       LeakReport* report) {
+  Suppressions suppressions;
+  if (const absl::Status status = suppressions.AddFiles(options.suppressions); !status.ok()) {
+    report->suppressions_error = std::string(status.message());
+    suppressions = Suppressions();
+  }
+  suppressions.AddBuiltin();
+  // The spread reads leaked blocks after the world resumed (another thread may free one
+  // meanwhile): through a SafeReader over a fresh maps snapshot, read only if a rule matched.
+  MapsSnapshot maps;
+  std::optional<SafeReader> reader;
+  ScratchArena scratch;
+  const LeakSpread spread = [&](const Allocation* b, size_t count, const Verdict* v,
+                                const uint8_t* seeds, uint8_t* out) {
+    if (!reader) {
+      maps.Read();
+      reader.emplace(&maps);
+    }
+    return SpreadFrom(b, count, v, seeds, *reader, out, &scratch);
+  };
+  SuppressLeaks(blocks, n, stacks, spread, &suppressions, verdicts, report);
+}
+
+// How the check stopped the world, for the report's header and "stop".
+void FillStop(const CheckOutcome& check, ReportSummary* summary) {
+  summary->method = check.method == StopMethod::kPtrace   ? "ptrace"
+                    : check.method == StopMethod::kSignal ? "signal"
+                                                          : "none";
+  summary->fallback_reason = check.fallback_reason;
+  summary->stopped_threads = check.stopped_threads;
+  for (const UnstoppedThread& t : check.unstopped) {
+    summary->unstopped.push_back({t.tid, t.why != nullptr ? t.why : ""});
+  }
+  summary->pause_ns = check.pause_ns;
+  summary->check_ns = check.check_ns;
+}
+
+}  // namespace
 
 int& ReportCount() {
   static int reports_written = 0;
@@ -47,10 +100,12 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
     // Every stack is named before the tallies: at exit some are not the program's.
     std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
+    ApplySuppressions(options, blocks, n, stacks, &check.verdicts, &report);
     GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
     report.summary.scanned = check.complete;
+    FillStop(check, &report.summary);
   }
-  FilterEntries(options.libraries, options.ignore_libraries, &report);
+  FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
   return report;
 }

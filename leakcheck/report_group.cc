@@ -76,30 +76,52 @@ bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,
   return selected;
 }
 
-void FilterEntries(const char* libraries, const char* ignore_libraries, LeakReport* report) {
+void FilterEntries(const char* libraries, const char* ignore_libraries, bool show_reachable,
+                   LeakReport* report) {
   std::vector<ReportEntry>& entries = report->entries;
   ReportSummary& summary = report->summary;
+  report->show_reachable = show_reachable;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const ReportEntry& entry) {
+                                 return entry.verdict == Verdict::kIgnored ||
+                                        !PassesLibraryFilters(libraries, ignore_libraries,
+                                                              entry.frames);
+                               }),
+                entries.end());
+  summary.reachable_bytes = summary.reachable_allocations = 0;
   for (const ReportEntry& entry : entries) {
     if (entry.verdict != Verdict::kReachable) continue;
     summary.reachable_bytes += entry.bytes;
     summary.reachable_allocations += entry.count;
   }
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [&](const ReportEntry& entry) {
-                                 return entry.verdict == Verdict::kReachable ||
-                                        !PassesLibraryFilters(libraries, ignore_libraries,
-                                                              entry.frames);
-                               }),
-                entries.end());
+  if (!show_reachable) {
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [](const ReportEntry& entry) {
+                                   return entry.verdict == Verdict::kReachable;
+                                 }),
+                  entries.end());
+  }
   std::sort(entries.begin(), entries.end(), [](const ReportEntry& a, const ReportEntry& b) {
+    const bool a_reachable = a.verdict == Verdict::kReachable;
+    const bool b_reachable = b.verdict == Verdict::kReachable;
+    if (a_reachable != b_reachable) return b_reachable;
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     return a.first_sequence < b.first_sequence;
   });
-  summary.bytes = 0;
-  summary.allocations = 0;
+  summary.bytes = summary.allocations = 0;
+  summary.direct_bytes = summary.direct_allocations = 0;
+  summary.indirect_bytes = summary.indirect_allocations = 0;
   for (const ReportEntry& entry : entries) {
+    if (entry.verdict == Verdict::kReachable) continue;
     summary.bytes += entry.bytes;
     summary.allocations += entry.count;
+    if (entry.verdict == Verdict::kDirect) {
+      summary.direct_bytes += entry.bytes;
+      summary.direct_allocations += entry.count;
+    } else if (entry.verdict == Verdict::kIndirect) {
+      summary.indirect_bytes += entry.bytes;
+      summary.indirect_allocations += entry.count;
+    }
   }
 }
 

@@ -19,11 +19,16 @@ namespace stackwalk::leakcheck {
 void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>& verdicts,
                  const std::vector<NamedStack>& stacks, bool at_exit, LeakReport* report);
 
-// The entries a report shows: reachable ones only counted (summary.reachable_*), then those the
-// library filters let through (comma-separated globs, options.h's MatchesAnyPattern: with a frame
-// in a `libraries` object when that is not empty, and none in an `ignore_libraries` one);
-// largest first, earliest first among equals; summary.bytes and .allocations their totals.
-void FilterEntries(const char* libraries, const char* ignore_libraries, LeakReport* report);
+// The entries a report shows: kIgnored ones (intended or suppressed leaks) never; those the
+// library filters let through, of which the reachable ones are counted (summary.reachable_*) and
+// listed only with `show_reachable`. The filters are comma-separated globs (options.h's
+// MatchesAnyPattern): a stack passes with a frame in a `libraries` object when that is not
+// empty, and none in an `ignore_libraries` one. Leaks
+// first, then reachable entries, each largest first, earliest first among equals.
+// summary.bytes and .allocations total the leaks shown (direct + indirect, or kLive blocks when
+// no scan ran), summary.direct_* and .indirect_* each kind.
+void FilterEntries(const char* libraries, const char* ignore_libraries, bool show_reachable,
+                   LeakReport* report);
 
 // Whether the filters let a stack's frames through (FilterEntries' test).
 bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,

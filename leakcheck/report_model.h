@@ -3,10 +3,13 @@
 // last, once the entries are known):
 //   collect   (report_collect.h)  a copy of the live table, each stack's program frames; the
 //                                  process's header figures and thread labels
-//   classify  (report_classify.h) a verdict per block: the reachability scan, when asked for
+//   classify  (report_classify.h) a verdict per block: the reachability scan
 //   name      (report_name.h)     each stack's program frames, named
+//   suppress  (report_suppress.h) leaks whose stack matches a suppression, and the blocks they
+//                                  alone hold, taken out of the leaks and counted per rule
 //   group     (report_group.h)    blocks grouped by stack and verdict, tallied per thread;
-//             then filtered (the exit's own blocks, reachable ones, the library filters) and ordered
+//             then filtered (the exit's own blocks, reachable ones unless shown, the library
+//             filters) and ordered
 //   render    (report_render_text.h, report_render_json.h)  the model as text or JSON
 //   output    (report_destination.h)  the file or stderr
 // A renderer reads only this model: every figure it prints is here, computed once. Entries keep
@@ -33,7 +36,8 @@ struct NamedStack {
   std::vector<SymbolizedFrame> frames;
 };
 
-// The blocks of one stack with one verdict.
+// The blocks of one stack with one verdict: kDirect, kIndirect or kReachable after a scan; kLive
+// only when no scan could run.
 struct ReportEntry {
   uint32_t stack_id = 0;
   Verdict verdict = Verdict::kLive;
@@ -57,12 +61,41 @@ struct ThreadEntry {
   uint64_t peak_bytes = 0;  // the most the thread's allocations held live at once
 };
 
+// A thread the check could not stop (its stack was read while it ran).
+struct UnstoppedEntry {
+  int tid = 0;
+  std::string why;  // "signal blocked", "timeout", ...
+};
+
+// A suppression that suppressed something: its blocks and their bytes.
+struct SuppressionEntry {
+  std::string pattern;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  bool builtin = false;
+};
+
 struct ReportSummary {
-  uint64_t bytes = 0;        // of the entries shown
+  // The leaks shown (after the library filters): direct + indirect, or every kLive block when no
+  // scan could run. Reachable entries, even when shown, are not counted here.
+  uint64_t bytes = 0;
   uint64_t allocations = 0;
-  bool scanned = false;      // a reachability scan ran: the reachable totals below mean something
-  uint64_t reachable_bytes = 0;
+  uint64_t direct_bytes = 0;
+  uint64_t direct_allocations = 0;
+  uint64_t indirect_bytes = 0;
+  uint64_t indirect_allocations = 0;
+  bool scanned = false;      // a reachability scan ran: the per-kind totals mean something
+  uint64_t reachable_bytes = 0;      // every reachable block, shown or not
   uint64_t reachable_allocations = 0;
+  uint64_t suppressed_bytes = 0;     // the leaks suppressions took out (report.suppressions)
+  uint64_t suppressed_allocations = 0;
+  // How the world was stopped for the scan: "ptrace", "signal" or "none" (nothing stopped).
+  std::string method = "none";
+  std::string fallback_reason;       // why ptrace was not used, when it was asked for or auto
+  uint64_t stopped_threads = 0;
+  std::vector<UnstoppedEntry> unstopped;
+  uint64_t pause_ns = 0;             // threads stopped
+  uint64_t check_ns = 0;             // the whole check
   uint64_t peak_bytes = 0;         // the process's recorded live bytes at their peak
   uint64_t live_allocations = 0;   // live in the table when the report was made
   uint32_t distinct_stacks = 0;    // every stack the table ever interned
@@ -78,9 +111,12 @@ struct LeakReport {
   int pid = 0;
   std::string program = "?";
   std::string naming_error;         // why frames are not named (empty when they are)
+  std::string suppressions_error;   // why the suppressions files were not applied (empty: they were)
+  bool show_reachable = false;      // reachable entries are listed (entries with kReachable)
   ReportSummary summary;
   std::vector<ThreadEntry> threads;  // largest live bytes first
-  std::vector<ReportEntry> entries;  // the entries shown, largest first
+  std::vector<ReportEntry> entries;  // the entries shown, leaks first, largest first
+  std::vector<SuppressionEntry> suppressions;  // the rules that suppressed something, in order
 };
 
 }  // namespace stackwalk::leakcheck

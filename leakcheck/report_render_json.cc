@@ -39,11 +39,46 @@ std::string SummaryJson(const ReportSummary& s) {
   std::string out = "{" + Member("bytes", s.bytes) + "," + Member("allocations", s.allocations) +
                     "," + Member("peak_bytes", s.peak_bytes) + "," +
                     Member("own_bytes", s.own_bytes());
+  out += "," + Member("scanned", std::string(s.scanned ? "true" : "false"));
   if (s.scanned) {
-    out += "," + Member("reachable_bytes", s.reachable_bytes) + "," +
-           Member("reachable_allocations", s.reachable_allocations);
+    out += "," + Member("direct_bytes", s.direct_bytes) + "," +
+           Member("direct_allocations", s.direct_allocations) + "," +
+           Member("indirect_bytes", s.indirect_bytes) + "," +
+           Member("indirect_allocations", s.indirect_allocations) + "," +
+           Member("reachable_bytes", s.reachable_bytes) + "," +
+           Member("reachable_allocations", s.reachable_allocations) + "," +
+           Member("suppressed_bytes", s.suppressed_bytes) + "," +
+           Member("suppressed_allocations", s.suppressed_allocations) + "," +
+           Member("pause_ns", s.pause_ns) + "," + Member("check_ns", s.check_ns);
   }
   return out + "}";
+}
+
+std::string StopJson(const ReportSummary& s) {
+  return "{" + Member("method", JsonString(s.method)) + "," +
+         Member("fallback_reason", JsonString(s.fallback_reason)) + "," +
+         Member("stopped_threads", s.stopped_threads) + "," +
+         Member("unstopped", Array(s.unstopped, [](const UnstoppedEntry& u) {
+                  return "{" + Member("tid", std::to_string(u.tid)) + "," +
+                         Member("why", JsonString(u.why)) + "}";
+                })) +
+         "}";
+}
+
+std::string SuppressionJson(const SuppressionEntry& rule) {
+  return "{" + Member("pattern", JsonString(rule.pattern)) + "," + Member("count", rule.count) +
+         "," + Member("bytes", rule.bytes) + "," +
+         Member("builtin", std::string(rule.builtin ? "true" : "false")) + "}";
+}
+
+// An entry's "kind": what its verdict says.
+const char* Kind(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kDirect: return "direct";
+    case Verdict::kIndirect: return "indirect";
+    case Verdict::kReachable: return "reachable";
+    default: return "live";
+  }
 }
 
 std::string ThreadJson(const ThreadEntry& t) {
@@ -53,7 +88,8 @@ std::string ThreadJson(const ThreadEntry& t) {
 }
 
 std::string LeakJson(const ReportEntry& e) {
-  return "{" + Member("bytes", e.bytes) + "," + Member("allocations", e.count) + "," +
+  return "{" + Member("kind", JsonString(Kind(e.verdict))) + "," + Member("bytes", e.bytes) + "," +
+         Member("allocations", e.count) + "," +
          Member("thread", JsonString(e.thread_name)) + "," + Member("tid", std::to_string(e.tid)) +
          "," + Member("frames", FramesJson(e.frames)) + "}";
 }
@@ -65,8 +101,14 @@ std::string RenderJson(const LeakReport& report) {
          Member("pid", std::to_string(report.pid)) + "," +
          Member("program", JsonString(report.program)) + "," +
          Member("summary", SummaryJson(report.summary)) + "," +
+         Member("stop", StopJson(report.summary)) + "," +
          Member("threads", Array(report.threads, ThreadJson)) + "," +
-         Member("leaks", Array(report.entries, LeakJson)) + "}\n";
+         Member("leaks", Array(report.entries, LeakJson)) + "," +
+         Member("suppressions", Array(report.suppressions, SuppressionJson)) +
+         (report.suppressions_error.empty()
+              ? std::string()
+              : "," + Member("suppressions_error", JsonString(report.suppressions_error))) +
+         "}\n";
 }
 
 }  // namespace stackwalk::leakcheck

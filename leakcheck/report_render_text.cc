@@ -21,9 +21,44 @@ std::string FormatCount(uint64_t count) {
   return text;
 }
 
+// "stopped 7 threads with ptrace (1 not stopped: tid 812, signal blocked)".
+std::string StopLine(const ReportSummary& s) {
+  std::string text;
+  if (s.method == "none") {
+    text = "scanned while other threads ran (none stopped)";
+  } else {
+    text = "stopped " + std::to_string(s.stopped_threads) + " thread" +
+           (s.stopped_threads == 1 ? "" : "s") + " with " + s.method;
+  }
+  if (!s.unstopped.empty()) {
+    text += " (" + std::to_string(s.unstopped.size()) + " not stopped:";
+    for (size_t i = 0; i < s.unstopped.size(); ++i) {
+      text += std::string(i ? ";" : "") + " tid " + std::to_string(s.unstopped[i].tid) + ", " +
+              s.unstopped[i].why;
+    }
+    text += ")";
+  }
+  if (!s.fallback_reason.empty()) text += " (ptrace not used: " + s.fallback_reason + ")";
+  return text;
+}
+
+// LeakSanitizer's headline of an entry.
+std::string Headline(const ReportEntry& entry) {
+  const std::string what = std::to_string(entry.bytes) + " byte(s) in " +
+                           std::to_string(entry.count) + " object(s) allocated from:";
+  switch (entry.verdict) {
+    case Verdict::kDirect: return "Direct leak of " + what;
+    case Verdict::kIndirect: return "Indirect leak of " + what;
+    case Verdict::kReachable: return "Reachable: " + what;
+    default: return "Live: " + what;
+  }
+}
+
 std::string Header(const LeakReport& report) {
   const ReportSummary& s = report.summary;
-  const char* what = report.at_exit ? "leaks at exit" : "live allocations";
+  const char* what = report.at_exit          ? "leaks at exit"
+                     : report.summary.scanned ? "leaks"
+                                              : "live allocations";
   std::string text = kPrefix + std::string(what) + " (report " + std::to_string(report.number) +
                      (report.at_exit ? "" : ", on " + report.occasion) + ")\n";
   text += kPrefix + std::string("process ") + std::to_string(report.pid) + " (" + report.program +
@@ -41,9 +76,23 @@ std::string Header(const LeakReport& report) {
   if (!report.naming_error.empty()) {
     text += kPrefix + std::string("frames are not named: ") + report.naming_error + "\n";
   }
+  if (!report.suppressions_error.empty()) {
+    text += kPrefix + std::string("suppressions not applied: ") + report.suppressions_error + "\n";
+  }
   if (s.scanned) {
+    text += kPrefix + StopLine(s) + "\n";
+    text += kPrefix + std::string("leaks: ") + FormatBytes(s.direct_bytes) + " direct in " +
+            FormatCount(s.direct_allocations) + ", " + FormatBytes(s.indirect_bytes) +
+            " indirect in " + FormatCount(s.indirect_allocations) + "\n";
     text += kPrefix + FormatBytes(s.reachable_bytes) + " in " +
-            FormatCount(s.reachable_allocations) + " still reachable (not shown)\n";
+            FormatCount(s.reachable_allocations) + " still reachable" +
+            (report.show_reachable ? "" : " (not shown)") + "\n";
+    if (s.suppressed_allocations > 0) {
+      text += kPrefix + FormatBytes(s.suppressed_bytes) + " in " +
+              FormatCount(s.suppressed_allocations) + " suppressed\n";
+    }
+  } else {
+    text += kPrefix + std::string("no reachability scan ran: every live block is listed\n");
   }
   for (size_t i = 0; i < report.threads.size() && i < kThreadLines; ++i) {
     const ThreadEntry& t = report.threads[i];
@@ -59,16 +108,30 @@ std::string Header(const LeakReport& report) {
 }
 
 std::string Entry(const ReportEntry& entry, const FrameFormatter& format_frames) {
-  std::string text = "\nLeak of " + FormatBytes(entry.bytes) + " in " + FormatCount(entry.count) +
-                     " from thread " + entry.thread_name + " (tid " + std::to_string(entry.tid) +
-                     "), allocated at:\n";
-  if (entry.frames.empty()) return text + "    (no stack)\n";
-  const std::string lines = format_frames(entry.frames);
-  for (size_t start = 0; start < lines.size();) {
-    size_t end = lines.find('\n', start);
-    if (end == std::string::npos) end = lines.size();
-    text += "    " + lines.substr(start, end - start) + "\n";
-    start = end + 1;
+  std::string text = "\n" + Headline(entry) + "\n";
+  if (entry.frames.empty()) {
+    text += "    (no stack)\n";
+  } else {
+    const std::string lines = format_frames(entry.frames);
+    for (size_t start = 0; start < lines.size();) {
+      size_t end = lines.find('\n', start);
+      if (end == std::string::npos) end = lines.size();
+      text += "    " + lines.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+  return text + "    first allocated by thread " + entry.thread_name + " (tid " +
+         std::to_string(entry.tid) + ")\n";
+}
+
+// LeakSanitizer's table of the suppressions used.
+std::string SuppressionsUsed(const std::vector<SuppressionEntry>& used) {
+  if (used.empty()) return "";
+  std::string text = "\nSuppressions used:\n  count      bytes template\n";
+  for (const SuppressionEntry& rule : used) {
+    char row[64];
+    std::snprintf(row, sizeof(row), "%7" PRIu64 " %10" PRIu64 " ", rule.count, rule.bytes);
+    text += row + rule.pattern + (rule.builtin ? " (built-in)" : "") + "\n";
   }
   return text;
 }
@@ -78,9 +141,11 @@ std::string Entry(const ReportEntry& entry, const FrameFormatter& format_frames)
 std::string RenderText(const LeakReport& report, const FrameFormatter& format_frames) {
   std::string text = Header(report);
   for (const ReportEntry& entry : report.entries) text += Entry(entry, format_frames);
+  text += SuppressionsUsed(report.suppressions);
+  // Leaks when a scan ran (the summary's bytes are direct + indirect); else every live block.
+  const bool leaks = report.summary.scanned || report.at_exit;
   text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(report.summary.bytes) +
-          (report.at_exit ? " leaked in " : " live in ") + FormatCount(report.summary.allocations) +
-          ".\n";
+          (leaks ? " leaked in " : " live in ") + FormatCount(report.summary.allocations) + ".\n";
   return text;
 }
 

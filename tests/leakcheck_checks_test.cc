@@ -116,7 +116,7 @@ TEST(LeakcheckChecks, WithoutACheckerTheApiSaysSo) {
 // The reports of a report file, each from its header line on.
 std::vector<std::string> Reports(const std::string& text) {
   std::vector<std::string> reports;
-  const std::regex header("==stackwalk-leakcheck== (live allocations|leaks at exit) \\(report");
+  const std::regex header("==stackwalk-leakcheck== (live allocations|leaks at exit|leaks) \\(report");
   std::vector<size_t> starts;
   for (std::sregex_iterator it(text.begin(), text.end(), header), end; it != end; ++it) {
     starts.push_back(static_cast<size_t>(it->position()));
@@ -128,7 +128,8 @@ std::vector<std::string> Reports(const std::string& text) {
 }
 
 bool HasLeak(const std::string& report, int bytes) {
-  return std::regex_search(report, std::regex("[Ll]eak of " + std::to_string(bytes) + " bytes"));
+  return std::regex_search(report,
+                           std::regex("[Ll]eak of " + std::to_string(bytes) + " byte\\(s\\)"));
 }
 
 // The fixture leaks once per check and waits for the next (a listener counts them): each leak is
@@ -155,7 +156,7 @@ void ExpectPeriodic(const std::string& out, const std::string& text, bool exit_r
   EXPECT_TRUE(std::regex_search(checks[1], std::regex("on check 2: leaks found since check 1")));
   // The exit report is whole: every leak again (one stack: one entry).
   if (exit_report) {
-    EXPECT_TRUE(std::regex_search(at_exit, std::regex("[Ll]eak of 15006 bytes in 3 allocations")));
+    EXPECT_TRUE(std::regex_search(at_exit, std::regex("[Ll]eak of 15006 byte\\(s\\) in 3 object\\(s\\)")));
   }
 }
 

@@ -41,9 +41,16 @@ LaunchResult Leakcheck(const std::string& args) {
 }
 
 // The block of the report for the leak "Leak of <what> ...", up to the next blank line.
+// `what` as "300 bytes in 3 allocations": the entry whose headline is LeakSanitizer's "Direct
+// leak of 300 byte(s) in 3 object(s) allocated from:" (or "Indirect leak of", "Reachable:"),
+// from its headline through its thread line.
 std::string LeakBlock(const std::string& report, const std::string& what) {
-  size_t start = report.find("Leak of " + what + " ");
+  unsigned long long bytes = 0, count = 0;
+  if (std::sscanf(what.c_str(), "%llu %*s in %llu", &bytes, &count) != 2) return "";
+  size_t start = report.find(" " + std::to_string(bytes) + " byte(s) in " +
+                             std::to_string(count) + " object(s) allocated from:");
   if (start == std::string::npos) return "";
+  start = report.rfind('\n', start) + 1;
   size_t end = report.find("\n\n", start);
   return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }

@@ -21,6 +21,7 @@
 
 #include "leakcheck/options.h"
 #include "leakcheck/preload_reach.h"
+#include "leakcheck/suppressions.h"
 
 #ifndef STACKWALK_VERSION
 #define STACKWALK_VERSION "unknown"
@@ -181,6 +182,16 @@ int main(int argc, char** argv) {
   }
   const int i = optind;
   if (i >= argc) return Usage("no program given");
+  // The suppressions files are read now, so a bad one stops the run with its file:line rather
+  // than a report that could not apply it.
+  if (checked.suppressions[0] != '\0') {
+    stackwalk::leakcheck::Suppressions suppressions;
+    if (const absl::Status status = suppressions.AddFiles(checked.suppressions); !status.ok()) {
+      std::fprintf(stderr, "stackwalk-leakcheck: bad --suppressions: %s\n",
+                   std::string(status.message()).c_str());
+      return 2;
+    }
+  }
 
   // A program no preload reaches would run unchecked: refused, with the reason.
   if (std::string why = stackwalk::leakcheck::WhyPreloadCannotReach(argv[i]); !why.empty()) {

@@ -33,6 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(memchr(o.output, '\0', sizeof(o.output)) != nullptr);
   Check(memchr(o.libraries, '\0', sizeof(o.libraries)) != nullptr);
   Check(memchr(o.ignore_libraries, '\0', sizeof(o.ignore_libraries)) != nullptr);
+  Check(memchr(o.suppressions, '\0', sizeof(o.suppressions)) != nullptr);
+  Check(o.stop_method >= 0 && o.stop_method <= 2);
+  Check(o.stop_timeout_ms >= 1 && o.stop_timeout_ms <= 600000);
+  Check(o.stop_signal >= 0 && o.stop_signal < 65);
+  Check(o.check_interval >= 0 && o.check_interval <= 86400);
   // Each value that parsed appears in the input as given (where nothing in it was escaped).
   if (o.output[0] != '\0' && text.find('\\') == std::string::npos) {
     Check(text.find(std::string("output=") + o.output) != std::string::npos);
@@ -56,6 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         again.report_at_exit == o.report_at_exit && again.json == o.json &&
         again.report_signal == o.report_signal && again.follow_exec == o.follow_exec &&
         again.unreachable_only == o.unreachable_only &&
+        again.show_reachable == o.show_reachable && again.anonymous_roots == o.anonymous_roots &&
+        again.stop_method == o.stop_method && again.stop_timeout_ms == o.stop_timeout_ms &&
+        again.stop_signal == o.stop_signal && again.check_interval == o.check_interval &&
+        strcmp(again.suppressions, o.suppressions) == 0 &&
         strcmp(again.output, o.output) == 0 && strcmp(again.libraries, o.libraries) == 0 &&
         strcmp(again.ignore_libraries, o.ignore_libraries) == 0);
   return 0;
