@@ -21,6 +21,9 @@
 #ifndef STACKWALK_STACKWALK_H_
 #define STACKWALK_STACKWALK_H_
 
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -96,6 +99,17 @@ int stackwalk_method_available(stackwalk_method method);
  * Signal safety: NOT async-signal-safe (calls dl_iterate_phdr, which takes the loader lock).
  * Never call it from a signal handler. */
 int stackwalk_refresh_modules(void);
+
+/* stackwalk_private_mappings()
+ *
+ * The memory stackwalk maps for itself (per-thread unwind caches and frame logs, which hold
+ * copies of stack words): writes up to `capacity` mappings into `ranges` as [lo, hi) pairs
+ * (ranges[2*i], ranges[2*i+1]) and returns how many there are (more than `capacity` if some
+ * did not fit). A conservative leak checker or collector leaves them out of its roots, or a
+ * stale copy of a pointer there would keep a leaked block "reachable".
+ *
+ * Signal safety: async-signal-safe (no lock, no allocation). */
+size_t stackwalk_private_mappings(uintptr_t* ranges, size_t capacity);
 
 /* stackwalk_load_debug_frames()
  *

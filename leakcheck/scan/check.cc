@@ -26,6 +26,7 @@
 #include "leakcheck/scan/scratch_arena.h"
 #include "leakcheck/scan/tls_roots.h"
 #include "leakcheck/state.h"
+#include "stackwalk/stackwalk.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -130,6 +131,7 @@ class LoaderStacks {
 // excluded below that header.
 // Elsewhere (the TCB lies at the thread pointer's other side) nothing is excluded.
 constexpr size_t kMaxDeadStacks = 64;
+constexpr size_t kMaxPrivateMappings = 64;  // libstackwalk's arena chunks (1 MiB each)
 constexpr size_t kTcbSearch = 8192;  // bytes below a mapping's top searched for the header
 
 size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
@@ -248,8 +250,16 @@ void StoppedSection(Section& s) {
     if (!s.maps->Read()) {
       s.error = "/proc/self/maps could not be read";
     } else {
-      internal::AddressRange excluded[kMaxCheckerThreads + kMaxDeadStacks];
+      internal::AddressRange excluded[kMaxCheckerThreads + kMaxDeadStacks + kMaxPrivateMappings];
       size_t excluded_count = 0;
+      // libstackwalk's own caches: its frame logs hold copies of stack words.
+      uintptr_t private_ranges[2 * kMaxPrivateMappings];
+      const size_t private_count =
+          std::min(stackwalk_private_mappings(private_ranges, kMaxPrivateMappings),
+                   kMaxPrivateMappings);
+      for (size_t i = 0; i < private_count; ++i) {
+        excluded[excluded_count++] = {private_ranges[2 * i], private_ranges[2 * i + 1]};
+      }
       for (size_t i = 0; i < skip_count; ++i) {
         if (const MapsEntry* entry = s.maps->Find(probes[i])) {
           excluded[excluded_count++] = entry->range;
@@ -420,6 +430,9 @@ void ForgetCheckerThreads() {
 }
 
 __attribute__((noinline)) CheckEntry::CheckEntry() : outermost_(t_entry == nullptr) {
+  // Zeroed first: getcontext fills only part of a ucontext_t (8 of uc_sigmask's 128 bytes, for
+  // one), and the rest, scanned as a root, would be whatever stale words the stack held there.
+  memset(&context_, 0, sizeof context_);
   getcontext(&context_);
   if (outermost_) t_entry = this;
 }
@@ -432,6 +445,7 @@ bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out) {
   // The caller's registers, and its stack from here up (or from its CheckEntry), are roots
   // (kCallerStack): the frames below, the check's own, hold copies of block addresses.
   ucontext_t caller;
+  memset(&caller, 0, sizeof caller);  // as CheckEntry's
   getcontext(&caller);
   const ucontext_t* context = &caller;
   uintptr_t limit = reinterpret_cast<uintptr_t>(&caller);

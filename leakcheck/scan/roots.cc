@@ -37,7 +37,12 @@ void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, RootKin
   if (mapping == nullptr || !mapping->readable) return;  // sigaltstack gone, garbage SP
   uintptr_t lo = mapping->range.lo;
   if (!whole) {
-    const uintptr_t from = frame_lo != 0 && frame_lo < sp ? frame_lo : sp - kRedZone;
+    // From the interrupted SP (its red zone included), never from frame_lo: below it the
+    // signal method's frame holds the thread's whole extended register state (AVX upper halves,
+    // zmm16-31: what glibc's string functions last copied), stale words the register root
+    // leaves out on purpose (stop_world_signal.cc); the registers themselves are in `regs`.
+    (void)frame_lo;
+    const uintptr_t from = sp - kRedZone;
     if (from > lo) lo = from;
   }
   out->Add({lo, static_cast<uintptr_t>(mapping->range.hi), kind, tid, whole});

@@ -32,8 +32,8 @@ struct StoppedThread {
   const char* why = "";          // static text for kUnstopped: "signal blocked", "timeout", ...
   uintptr_t sp = 0;              // 0 = unknown
   uintptr_t thread_pointer = 0;  // x86_64 fs_base, aarch64 tpidr_el0, arm TPIDRURO; 0 = unknown
-  uintptr_t frame_lo = 0;        // signal method: the handler's ucontext; the stack is read from
-                                 // here up (siginfo, ucontext and xsave lie below the SP). 0: from sp
+  uintptr_t frame_lo = 0;        // signal method: the handler's ucontext (the signal frame lies
+                                 // between it and sp; roots read the stack from sp). 0: none
   uint32_t reg_bytes = 0;        // bytes of regs used: general registers, then FP/vector state, raw
   alignas(64) uint8_t regs[4096];
 };

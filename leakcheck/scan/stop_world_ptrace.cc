@@ -38,9 +38,6 @@
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
-#ifndef NT_X86_XSTATE
-#define NT_X86_XSTATE 0x202
-#endif
 #ifndef NT_ARM_TLS
 #define NT_ARM_TLS 0x401
 #endif
@@ -301,11 +298,8 @@ void StopWorldAccess::ReadRegisters(StoppedThread& thread) {
   if (used < sizeof(thread.regs)) {
     struct iovec fp = {thread.regs + used, sizeof(thread.regs) - used};
 #if defined(__x86_64__)
-    long got = raw::Syscall(SYS_ptrace, PTRACE_GETREGSET, thread.tid, NT_X86_XSTATE, &fp);
-    if (got < 0) {
-      fp.iov_len = sizeof(thread.regs) - used;
-      got = raw::Syscall(SYS_ptrace, PTRACE_GETREGSET, thread.tid, NT_FPREGSET, &fp);
-    }
+    // fxsave's 512 bytes (x87, xmm0-15), not NT_X86_XSTATE: see stop_world_signal.cc.
+    long got = raw::Syscall(SYS_ptrace, PTRACE_GETREGSET, thread.tid, NT_FPREGSET, &fp);
 #elif defined(__aarch64__)
     long got = raw::Syscall(SYS_ptrace, PTRACE_GETREGSET, thread.tid, NT_PRFPREG, &fp);
 #else

@@ -68,13 +68,11 @@ void SaveContext(StoppedThread& thread, const ucontext_t* uc) {
   used = Copy(thread, used, uc->uc_mcontext.gregs, sizeof(uc->uc_mcontext.gregs));
   thread.sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
   if (const auto* fp = reinterpret_cast<const uint8_t*>(uc->uc_mcontext.fpregs)) {
-    // fxsave's 512 bytes; with XSAVE the extended state follows (fpx_sw_bytes at byte 464).
-    size_t bytes = 512;
-    uint32_t magic1 = 0, xstate_size = 0;
-    std::memcpy(&magic1, fp + 464, 4);
-    std::memcpy(&xstate_size, fp + 464 + 16, 4);
-    if (magic1 == 0x46505853u && xstate_size > 512) bytes = xstate_size;
-    used = Copy(thread, (used + 63) & ~63u, fp, bytes);
+    // fxsave's 512 bytes (x87, xmm0-15: where compilers spill pointers), not the extended state
+    // after it: the AVX upper halves and AVX-512's zmm16-31 hold what glibc's string functions
+    // last copied (its evex memcpy works in ymm16-31), stale words that kept leaks "reachable".
+    // As the ptrace method (NT_FPREGSET).
+    used = Copy(thread, (used + 63) & ~63u, fp, 512);
   }
 #elif defined(__aarch64__)
   // regs[31], sp, pc, pstate; then the FP/SIMD record of __reserved.

@@ -2,6 +2,7 @@
 // from there, dropping its own frame, so that pcs[0] is inside its caller.
 #include <ucontext.h>
 
+#include "core/arena.h"
 #include "core/module_map.h"
 #include "walk/native_walk.h"
 #include "ehframe/debug_frame.h"
@@ -99,6 +100,18 @@ int stackwalk_method_available(stackwalk_method method) {
 
 int stackwalk_load_debug_frames(void) {
   return stackwalk::internal::DebugFrameRegistry::Global().LoadForLoadedObjects();
+}
+
+size_t stackwalk_private_mappings(uintptr_t* ranges, size_t capacity) {
+  size_t count = 0;
+  stackwalk::internal::Arena::Global().ForEachMapping([&](uintptr_t lo, uintptr_t hi) {
+    if (count < capacity && ranges != nullptr) {
+      ranges[2 * count] = lo;
+      ranges[2 * count + 1] = hi;
+    }
+    ++count;
+  });
+  return count;
 }
 
 int stackwalk_refresh_modules(void) {

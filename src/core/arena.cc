@@ -9,7 +9,19 @@ namespace stackwalk::internal {
 struct Arena::Chunk {
   std::atomic<uintptr_t> next;
   uintptr_t end;
+  Chunk* link;  // the chunk kept before this one (Remember)
 };
+
+const Arena::Chunk* Arena::ChunkLink(const Chunk* chunk) { return chunk->link; }
+uintptr_t Arena::ChunkEnd(const Chunk* chunk) { return chunk->end; }
+
+void Arena::Remember(Chunk* chunk) {
+  Chunk* head = all_.load(std::memory_order_relaxed);
+  do {
+    chunk->link = head;
+  } while (!all_.compare_exchange_weak(head, chunk, std::memory_order_release,
+                                       std::memory_order_relaxed));
+}
 
 Arena& Arena::Global() {
   static Arena arena;  // constant-initialized: no guard
@@ -36,6 +48,7 @@ void* Arena::Allocate(size_t size, size_t align) {
     if (bytes < size) return nullptr;
     Chunk* own = MapChunk(bytes);
     if (own == nullptr) return nullptr;
+    Remember(own);
     mapped_.fetch_add(bytes, std::memory_order_relaxed);
     return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(own) + 4096);
   }
@@ -54,7 +67,9 @@ void* Arena::Allocate(size_t size, size_t align) {
     Chunk* fresh = MapChunk(kChunkSize);
     if (fresh == nullptr) return nullptr;
     mapped_.fetch_add(kChunkSize, std::memory_order_relaxed);
-    if (!current_.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+    if (current_.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+      Remember(fresh);
+    } else {
       // Another thread installed a chunk first: use it, give ours back.
       int saved_errno = errno;
       munmap(fresh, kChunkSize);

@@ -30,11 +30,25 @@ class Arena {
   // Bytes obtained from mmap so far.
   size_t mapped_bytes() const { return mapped_.load(std::memory_order_relaxed); }
 
+  // Calls fn(lo, hi) for each mapping the arena holds, newest first: what a conservative
+  // scanner (the leak checker) must not take for the program's memory, as the frame logs in it
+  // hold copies of stack words. Signal safety: async-signal-safe (reads a list that only grows).
+  template <class Fn>
+  void ForEachMapping(Fn&& fn) const {
+    for (const Chunk* c = all_.load(std::memory_order_acquire); c != nullptr; c = ChunkLink(c)) {
+      fn(reinterpret_cast<uintptr_t>(c), ChunkEnd(c));
+    }
+  }
+
  private:
   struct Chunk;
   static Chunk* MapChunk(size_t bytes);
+  static const Chunk* ChunkLink(const Chunk* chunk);
+  static uintptr_t ChunkEnd(const Chunk* chunk);
+  void Remember(Chunk* chunk);  // onto all_
 
   std::atomic<Chunk*> current_{nullptr};
+  std::atomic<Chunk*> all_{nullptr};  // every chunk kept, through Chunk::link
   std::atomic<size_t> mapped_{0};
 };
 
