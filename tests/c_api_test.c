@@ -32,6 +32,19 @@ int main(void) {
   getcontext(&uc);
   n = stackwalk_backtrace_from_context(&uc, pcs, 32, STACKWALK_AUTO);
   CHECK(n >= 1);
+
+  /* The library's own mappings: counted without a buffer, then listed, page-aligned and whole. */
+  {
+    uintptr_t ranges[2 * 64];
+    size_t count = stackwalk_private_mappings(NULL, 0);
+    size_t listed = stackwalk_private_mappings(ranges, 64);
+    size_t i;
+    CHECK(listed == count);
+    for (i = 0; i < listed && i < 64; ++i) {
+      CHECK(ranges[2 * i] < ranges[2 * i + 1]);
+      CHECK(ranges[2 * i] % 4096 == 0 && ranges[2 * i + 1] % 4096 == 0);
+    }
+  }
   printf("c_api_test: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }
