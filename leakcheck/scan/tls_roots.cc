@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/own_mappings.h"
@@ -83,7 +84,10 @@ int LoadedModulesVisitor::Visit(dl_phdr_info* info, size_t, void* self_pointer) 
     if (phdr.p_type == PT_LOAD && (phdr.p_flags & PF_W) != 0 && phdr.p_memsz != 0) {
       internal::AddressRange range;
       range.lo = info->dlpi_addr + phdr.p_vaddr;
-      range.hi = range.lo + phdr.p_memsz;
+      // To the end of its last page: the rest of it is the object's too, and ld.so's early
+      // allocator (before libc's malloc) hands it out: the first link_maps' fields live there.
+      const uintptr_t page = getauxval(AT_PAGESZ) != 0 ? getauxval(AT_PAGESZ) : 4096;
+      range.hi = (range.lo + phdr.p_memsz + page - 1) & ~(page - 1);
       self->ok_ &= self->Push(&self->segments_, &self->segment_count_, &self->segment_capacity_,
                               range);
     } else if (phdr.p_type == PT_TLS && info->dlpi_tls_modid != 0 && phdr.p_memsz != 0) {
