@@ -64,14 +64,10 @@ size_t FirstBlockFrom(uintptr_t lo, const Allocation* blocks, size_t count) {
   return first;
 }
 
-// A block that is a whole mmap'ed chunk of its own (glibc's above the mmap threshold: a header
-// at a page start, then the block, to the end of its pages; or page-aligned, as other
-// allocators' large blocks): its pages are its own, nothing else of the allocator's is in them.
-// The kernel merges such a chunk's mapping with an adjacent anonymous one of the program's, so
-// only its pages are the allocator's, not the whole merged mapping.
-bool IsOwnChunk(const Allocation& block) {
-  return block.address % kPage <= 64 && block.size >= kPage;
-}
+// The pages a recorded block lies on: the allocator's (a whole mmap'ed chunk of glibc's, or a
+// part of another allocator's arena), cut out of an anonymous mapping's root. The kernel merges
+// such mappings with adjacent anonymous ones of the program's, so only these pages are cut, not
+// the whole merged mapping.
 internal::AddressRange ChunkPages(const Allocation& block) {
   const uintptr_t end = block.address + block.size;
   return {block.address & ~(kPage - 1), (end + kPage - 1) & ~(kPage - 1)};
@@ -105,19 +101,27 @@ void AddAnonymousPieces(uintptr_t lo, uintptr_t hi, const RootInputs& inputs, si
   }
 }
 
-// A glibc arena heap: aligned to HEAP_MAX_SIZE, its first word (heap_info.ar_ptr) pointing into
-// an aligned heap (the arena's first, where the arena itself lives) or into a file's writable
-// mapping (main_arena, in libc's .data).
-bool IsArenaHeap(const MapsEntry& entry, const MapsSnapshot& maps, MemoryReader& reader) {
-  const uintptr_t lo = entry.range.lo;
-  if (lo % kArenaHeapAlign != 0) return false;
-  uintptr_t ar_ptr = 0;
-  if (!reader.Read(lo, &ar_ptr, sizeof ar_ptr) || ar_ptr == 0) return false;
+// A glibc arena heap at `at` (aligned to HEAP_MAX_SIZE): its heap_info {ar_ptr, prev, size}
+// names an arena that lives in libc's .data (main_arena) or at the start of its first heap, whose
+// own first word names it again. The heap's bytes in use (`size`) go to *bytes. The kernel may
+// have merged the heap with a neighbouring mapping, so `at` need not start a maps line.
+bool IsArenaHeapAt(uintptr_t at, const MapsSnapshot& maps, MemoryReader& reader, uintptr_t* bytes) {
+  uintptr_t info[3] = {};
+  if (!reader.Read(at, info, sizeof info) || info[0] == 0) return false;
+  const uintptr_t ar_ptr = info[0];
   const MapsEntry* arena = maps.Find(ar_ptr);
   if (arena == nullptr || !arena->writable) return false;
-  if (arena->kind == MapsEntry::Kind::kFile) return true;
-  return arena->kind == MapsEntry::Kind::kAnonymous &&
-         arena->range.lo == (ar_ptr & ~(kArenaHeapAlign - 1));
+  bool ok = arena->kind == MapsEntry::Kind::kFile;
+  if (!ok && arena->kind == MapsEntry::Kind::kAnonymous) {
+    uintptr_t first_heap_ar_ptr = 0;
+    ok = reader.Read(ar_ptr & ~(kArenaHeapAlign - 1), &first_heap_ar_ptr, sizeof first_heap_ar_ptr) &&
+         first_heap_ar_ptr == ar_ptr;
+  }
+  if (!ok) return false;
+  const uintptr_t size = info[2];
+  *bytes = size >= kPage && size <= kArenaHeapAlign ? (size + kPage - 1) & ~(kPage - 1)
+                                                    : kArenaHeapAlign;
+  return true;
 }
 
 bool HoldsThreadSp(const MapsEntry& entry, const RootInputs& inputs) {
@@ -149,16 +153,23 @@ void AddAnonymous(const RootInputs& inputs, MemoryReader& reader, RootSet* out) 
       continue;
     }
     if (HoldsThreadSp(entry, inputs)) continue;  // a stack: below the SP it is dead
-    if (IsArenaHeap(entry, maps, reader)) continue;
-    // The allocator's: holds the start of a recorded block that is not a whole chunk of its own.
-    const size_t first = FirstBlockFrom(lo, inputs.blocks, inputs.block_count);
-    bool allocators = false;
-    for (size_t b = first; b < inputs.block_count && inputs.blocks[b].address < hi && !allocators;
-         ++b) {
-      allocators = !IsOwnChunk(inputs.blocks[b]);
+    // Less glibc's arena heaps in it, and (AddAnonymousPieces) the pages of every recorded block:
+    // the allocator's memory, whose stale words would hold leaks. The rest is the program's.
+    uintptr_t from = lo;
+    for (uintptr_t at = (lo + kArenaHeapAlign - 1) & ~(kArenaHeapAlign - 1); at >= lo && at < hi;
+         at += kArenaHeapAlign) {
+      uintptr_t heap_bytes = 0;
+      if (!IsArenaHeapAt(at, maps, reader, &heap_bytes)) continue;
+      if (at > from) {
+        AddAnonymousPieces(from, at, inputs, FirstBlockFrom(from, inputs.blocks, inputs.block_count),
+                           out);
+      }
+      from = hi - at > heap_bytes ? at + heap_bytes : hi;
     }
-    if (allocators) continue;
-    AddAnonymousPieces(lo, hi, inputs, first, out);
+    if (from < hi) {
+      AddAnonymousPieces(from, hi, inputs, FirstBlockFrom(from, inputs.blocks, inputs.block_count),
+                         out);
+    }
   }
 }
 
