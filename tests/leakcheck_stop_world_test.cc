@@ -484,13 +484,24 @@ TEST(StopWorldPause, StopResumeFigures) {
       pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
       pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
       bool go = false;
+      int waiting = 0;
       std::vector<std::thread> others;
       for (int i = 0; i < threads; ++i) {
         others.emplace_back([&] {
           pthread_mutex_lock(&mutex);
+          ++waiting;
           while (!go) pthread_cond_wait(&cond, &mutex);
           pthread_mutex_unlock(&mutex);
         });
+      }
+      // Every thread waiting (it released the mutex inside pthread_cond_wait) before the first
+      // stop: a thread still starting runs with every signal blocked (under qemu, long enough to
+      // be named unstopped).
+      for (bool all = false; !all;) {
+        pthread_mutex_lock(&mutex);
+        all = waiting == threads;
+        pthread_mutex_unlock(&mutex);
+        if (!all) sched_yield();
       }
       std::vector<double> micros;
       std::string refused;
