@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#define STACKWALK_SCAN_READS __attribute__((no_sanitize("address", "thread")))
+
 namespace stackwalk::leakcheck {
 namespace {
 
@@ -163,8 +165,11 @@ class Scanner {
   const BlockIndex& index() const { return index_; }
   uint64_t words_scanned() const { return words_; }
 
+  // Reads any word of a root as it is (a global's redzone, a word another thread wrote before it
+  // was stopped): a conservative scan, not a program's access, so the sanitizers are told to
+  // leave these reads alone.
   template <class Hit>
-  void ScanWords(const uintptr_t* words, size_t count, Hit&& hit) {
+  STACKWALK_SCAN_READS void ScanWords(const uintptr_t* words, size_t count, Hit&& hit) {
     words_ += count;
     for (size_t i = 0; i < count; ++i) {
       const size_t b = index_.Find(words[i]);
@@ -173,7 +178,7 @@ class Scanner {
   }
 
   template <class Hit>
-  void ScanDirect(uintptr_t lo, uintptr_t hi, Hit&& hit) {
+  STACKWALK_SCAN_READS void ScanDirect(uintptr_t lo, uintptr_t hi, Hit&& hit) {
     lo = AlignUp(lo);
     if (hi <= lo) return;
     ScanWords(reinterpret_cast<const uintptr_t*>(lo), (hi - lo) / sizeof(uintptr_t), hit);
