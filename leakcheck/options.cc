@@ -231,6 +231,10 @@ const OptionSpec kOptionSpecs[] = {
      ShowTextField<sizeof(Options::output), &Options::output>,
      "write reports to FILE (a %p in it becomes the process id, so that child processes write "
      "reports of their own); empty: stderr"},
+    {"dump", "dump", 0, "FILE", OptionType::kText, SetText<sizeof(Options::dump), &Options::dump>,
+     ShowTextField<sizeof(Options::dump), &Options::dump>,
+     "also write each report's raw record, unnamed, to FILE (%p as for --output; "
+     "docs/dump-format.md), for stackwalk-report to name and render later or elsewhere"},
     {"exitcode", "exitcode", 0, "N", OptionType::kNumber, SetNumber<int, &Options::exitcode, 0, 255>,
      ShowNumberField<int, &Options::exitcode>,
      "exit with N (1..255) if leaks were found; 0: with PROGRAM's status"},

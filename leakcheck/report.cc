@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "leakcheck/checks.h"
+#include "leakcheck/dump/dump_collect.h"
+#include "leakcheck/dump/dump_encode.h"
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/report_classify.h"
 #include "leakcheck/report_collect.h"
@@ -84,7 +86,8 @@ int& ReportCount() {
 }
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope,
+                       std::string* dump) {
   // The check reads this thread's stack from the outermost entry up (WriteReport's, else here).
   CheckEntry entry;
   const Options& options = state.options;
@@ -99,11 +102,15 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
     const Allocation* blocks = check.blocks.data();
     // Every stack is named before the tallies: at exit some are not the program's.
     std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
+    report.summary.scanned = check.complete;
+    FillStop(check, &report.summary);
+    // The raw record, before anything is named or suppressed (the world has resumed).
+    if (dump != nullptr) {
+      *dump = dump::EncodeDump(dump::CollectDump(state, report, blocks, n, check.verdicts, stacks));
+    }
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
     ApplySuppressions(options, blocks, n, stacks, &check.verdicts, &report);
     GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
-    report.summary.scanned = check.complete;
-    FillStop(check, &report.summary);
   }
   FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
@@ -116,7 +123,11 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   int& reports_written = ReportCount();
   const Options& options = state.options;
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
-  const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer);
+  std::string dump;
+  const bool dumping = options.dump[0] != '\0';
+  const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer, nullptr,
+                                        dumping ? &dump : nullptr);
+  if (dumping) DeliverDump(options.dump, reports_written == 0, dump);
   const std::string text =
       options.json ? RenderJson(report)
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {
