@@ -201,8 +201,14 @@ std::string CheckReferences(DumpContents& c) {
   return error;
 }
 
-// One dump at data[at, size): appended to out->dumps once its header is read. Returns the offset
-// of the next dump, or 0 after an error (out->error set).
+// The sections of one dump at data[at, size) into out->dumps.back(), once its header is read.
+// Returns the offset of the next dump, or 0 after an error (out->error set).
+uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t header_bytes,
+                        uint64_t dump_bytes, DecodedDumps* out);
+
+// One dump at data[at, size): appended to out->dumps once its header is read, its references
+// checked whatever else went wrong (the stages index by them). Returns the offset of the next
+// dump, or 0 after an error (out->error set).
 uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* out) {
   const uint64_t left = size - at;
   const std::string where = "the dump at byte " + std::to_string(at);
@@ -237,6 +243,19 @@ uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* 
   DumpContents& c = out->dumps.back();
   c.major = major;
   c.minor = minor;
+  uint64_t next = DecodeSections(data, size, at, header_bytes, dump_bytes, out);
+  if (const std::string bad = CheckReferences(c); !bad.empty() && out->error.empty()) {
+    out->error = where + ": " + bad;
+    next = 0;
+  }
+  return next;
+}
+
+uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t header_bytes,
+                        uint64_t dump_bytes, DecodedDumps* out) {
+  DumpContents& c = out->dumps.back();
+  const uint64_t left = size - at;
+  const std::string where = "the dump at byte " + std::to_string(at);
   const bool truncated = dump_bytes > left;
   const uint64_t end = truncated ? size : at + dump_bytes;
   auto fail = [&](const std::string& why) {
@@ -268,7 +287,6 @@ uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* 
     }
     if (id == kEnd) {
       if (seen == 0) return fail(where + " has no sections");
-      if (const std::string bad = CheckReferences(c); !bad.empty()) return fail(where + ": " + bad);
       if ((seen & (1u << kProcess)) == 0 || (seen & (1u << kBlocks)) == 0 ||
           (seen & (1u << kStacks)) == 0 || (seen & (1u << kModules)) == 0) {
         return fail(where + " lacks a process, modules, stacks or blocks section");
@@ -294,12 +312,8 @@ uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* 
       case kThreads: ReadThreads(in, c); break;
       default: break;  // a later writer's section: skipped
     }
-    if (past_end) {
-      CheckReferences(c);
-      return cut();
-    }
+    if (past_end) return cut();
     if (in.failed()) {
-      CheckReferences(c);
       return fail("section " + std::string(SectionName(id)) + " at byte " + std::to_string(pos) +
                   " of " + where + " is corrupt: its fields run past its end (byte " +
                   std::to_string(payload + length) + ")");

@@ -28,9 +28,14 @@ bool ReadBuildId(const std::string& path, std::vector<uint8_t>* out) {
   return found;
 }
 
+// Where an object's separate debug file is looked for: the system's, under the sysroot if given.
+std::string DebugRoot(const NamingPlaces& places) {
+  return places.sysroot + SymbolizerOptions().debug_root;
+}
+
 SymbolizerOptions OptionsFor(const NamingPlaces& places) {
   SymbolizerOptions options;
-  if (!places.debug_dirs.empty()) options.debug_root = places.debug_dirs.front();
+  options.debug_root = DebugRoot(places);
   return options;
 }
 
@@ -57,6 +62,21 @@ const std::string& DumpNamer::FileFor(uint32_t index) {
   if (decided_[index]) return files_[index];
   decided_[index] = 1;
   const DumpModule& m = dump_.modules[index];
+  // The debug file of its build-id, where one was asked for; an explicit --debug-dir wins.
+  auto by_build_id = [&](const std::vector<std::string>& dirs) {
+    if (m.build_id.empty()) return false;
+    const std::string hex = HexBuildId(m.build_id);
+    const std::string tail = "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+    for (const std::string& dir : dirs) {
+      std::vector<uint8_t> debug_id;
+      if (ReadBuildId(dir + tail, &debug_id) && debug_id == m.build_id) {
+        files_[index] = dir + tail;
+        return true;
+      }
+    }
+    return false;
+  };
+  if (by_build_id(places_.debug_dirs)) return files_[index];
   const std::string path = places_.sysroot + m.path;
   std::vector<uint8_t> id;
   const bool readable = ReadBuildId(path, &id) || access(path.c_str(), R_OK) == 0;
@@ -64,19 +84,7 @@ const std::string& DumpNamer::FileFor(uint32_t index) {
     files_[index] = path;
     return files_[index];
   }
-  if (!m.build_id.empty()) {
-    const std::string hex = HexBuildId(m.build_id);
-    const std::string tail = "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-    std::vector<std::string> dirs = places_.debug_dirs;
-    dirs.push_back(places_.sysroot + "/usr/lib/debug");
-    for (const std::string& dir : dirs) {
-      std::vector<uint8_t> debug_id;
-      if (ReadBuildId(dir + tail, &debug_id) && debug_id == m.build_id) {
-        files_[index] = dir + tail;
-        return files_[index];
-      }
-    }
-  }
+  if (by_build_id({DebugRoot(places_)})) return files_[index];
   missing_.push_back(path + (readable ? " (another build: build-id " + HexBuildId(id) +
                                             ", the dump's " + HexBuildId(m.build_id) + ")"
                                       : " (no such file)"));
