@@ -188,6 +188,42 @@ TEST(DumpReport, ObjectsAreReadUnderASysrootOrFoundByBuildId) {
   EXPECT_EQ(Report("--debug-dir " + dir + "/debug " + run.dump), run.report);
 }
 
+TEST(DumpReport, AProgramThatDoesNotReportNamesNothingAndItsDumpHasTheLeaks) {
+  const std::string dir = Dir("dump_only");
+  // The loader's log of what the program opened: the names library only when it reports itself.
+  auto opened = [&](const std::string& options) {
+    Shell("rm -f " + dir + "/ld.* " + dir + "/leaks.*; LD_DEBUG=files LD_DEBUG_OUTPUT=" + dir +
+          "/ld " STACKWALK_LEAKCHECK " --output " + dir + "/leaks.txt --dump " + dir +
+          "/leaks.dump " + options + " " LEAKY_FIXTURE " >/dev/null 2>&1");
+    std::string all;
+    FILE* p = popen(("cat " + dir + "/ld.* 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    for (size_t n; p != nullptr && (n = fread(buf, 1, sizeof(buf), p)) > 0;) all.append(buf, n);
+    if (p != nullptr) pclose(p);
+    return all;
+  };
+  const std::string reporting = opened("");
+  ASSERT_NE(reporting.find("libstackwalk_leakcheck_names.so"), std::string::npos)
+      << "the loader's log does not show the program naming its own report";
+  const std::string dump_only = opened("--program-report=0");
+  EXPECT_EQ(dump_only.find("libstackwalk_leakcheck_names.so"), std::string::npos);
+  EXPECT_NE(dump_only.find("libstackwalk_leakcheck.so"), std::string::npos) << "not checked";
+  EXPECT_NE(access((dir + "/leaks.txt").c_str(), F_OK), 0) << "the program wrote a report";
+  const std::string report = Report(dir + "/leaks.dump");
+  EXPECT_NE(report.find("Direct leak of 300 byte(s) in 3 object(s)"), std::string::npos) << report;
+  EXPECT_NE(report.find("in fixture::LeakMallocs()"), std::string::npos) << report;
+  EXPECT_NE(report.find("SUMMARY: stackwalk-leakcheck: 364 bytes leaked in 4 allocations."),
+            std::string::npos)
+      << report;
+  // It needs the dump, and no exit status can say whether it leaked.
+  EXPECT_EQ(Shell(std::string(STACKWALK_LEAKCHECK) + " --program-report=0 " LEAKY_FIXTURE
+                  " 2>/dev/null"),
+            2);
+  EXPECT_EQ(Shell(std::string(STACKWALK_LEAKCHECK) + " --program-report=0 --exitcode 9 --dump " +
+                  dir + "/x.dump " LEAKY_FIXTURE " 2>/dev/null"),
+            2);
+}
+
 TEST(DumpReport, ACutDumpIsAnErrorWithWhatCouldBeRead) {
   const std::string dir = Dir("cut");
   const Checked run = RunChecked(dir, "", LEAKY_FIXTURE);
