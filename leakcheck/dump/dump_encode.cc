@@ -74,13 +74,15 @@ std::string EncodeDump(const DumpContents& c) {
     out.U32(static_cast<uint32_t>(c.modules.size()));
     for (const DumpModule& m : c.modules) {
       out.String(m.path);
-      out.U8(static_cast<uint8_t>(m.build_id.size()));
-      out.Bytes(m.build_id.data(), m.build_id.size() & 0xFF);
+      const size_t id_bytes = m.build_id.size() < 0xFF ? m.build_id.size() : 0xFF;
+      out.U8(static_cast<uint8_t>(id_bytes));
+      out.Bytes(m.build_id.data(), id_bytes);
       out.U64(m.load_bias);
       Range(out, m.extent);
       out.U64(m.closed_at);
-      out.U8(static_cast<uint8_t>(m.exec.size()));
-      for (size_t i = 0; i < m.exec.size() && i < 0xFF; ++i) Range(out, m.exec[i]);
+      const size_t ranges = m.exec.size() < 0xFF ? m.exec.size() : 0xFF;  // a u8 count
+      out.U8(static_cast<uint8_t>(ranges));
+      for (size_t i = 0; i < ranges; ++i) Range(out, m.exec[i]);
     }
   });
   Section(out, kStacks, [&] {
