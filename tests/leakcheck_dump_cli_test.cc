@@ -1,7 +1,7 @@
 // stackwalk-report on the dumps of a real checked program (the leaky fixture under
 // stackwalk-leakcheck --dump): the report it renders from the dump is byte for byte the one the
 // program wrote itself (text and JSON; suppressions that take indirect leaks with them; reachable
-// blocks shown), also when the objects are read under --sysroot or found by build-id under
+// blocks shown; a dlclose'd plugin's frames), also when the objects are read under --sysroot or found by build-id under
 // --debug-dir; a cut dump or a file that is no dump is an error naming why, with exit status 1.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -86,6 +86,13 @@ TEST(DumpReport, TheJsonReportOfTheDumpIsTheProgramsOwn) {
       << run.report;
   EXPECT_EQ(Report(run.dump), run.report);  // the program's format by default
   EXPECT_EQ(Report("--format json " + run.dump), run.report);
+}
+
+TEST(DumpReport, AFramesObjectUnloadedBeforeTheReportIsNamedAsTheProgramNamedIt) {
+  // leaky_forms leaks from a plugin it dlopens and dlcloses: the dump records the closed object.
+  const Checked run = RunChecked(Dir("plugin"), "", LEAKY_FORMS);
+  ASSERT_NE(run.report.find("in PluginLeak at "), std::string::npos) << run.report;
+  EXPECT_EQ(Report(run.dump), run.report);
 }
 
 TEST(DumpReport, SuppressionsTakeTheIndirectLeaksTheyHoldAndReachableBlocksShow) {
