@@ -8,6 +8,8 @@ fixture still answers and exits 0), that eu-stack on the same process finds the 
 frames in the same order, a process with 200 threads, and the errors: a missing process, a
 process another tracer holds, a process of another user.
 
+Every frame of --json is checked against docs/schema/frame.schema.json.
+
 usage: remote_dump_test.py STACKWALK_DUMP REMOTE_THREADS
 """
 import ctypes
@@ -21,6 +23,8 @@ import sys
 import time
 
 DUMP, FIXTURE = sys.argv[1], sys.argv[2]
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = os.path.join(HERE, "..", "docs", "schema", "frame.schema.json")
 
 # Innermost first, as the dump lists frames; then glibc's thread start, which ends the stack.
 CHAINS = {
@@ -148,6 +152,13 @@ def test_chains_and_eu_stack():
         out = run_dump("--json", fixture.pid)
         check(out.returncode == 0, f"dump exit {out.returncode}: {out.stderr}")
         dump = json.loads(out.stdout)
+        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"dump.{os.getpid()}.json"),
+                  "w") as f:
+            f.write(out.stdout)
+        schema = subprocess.run([sys.executable, os.path.join(HERE, "check_frames.py"), SCHEMA,
+                                 "dump", f.name], capture_output=True, text=True)
+        os.unlink(f.name)
+        check(schema.returncode == 0, f"frames against frame.schema.json: {schema.stdout}")
         check(dump["pid"] == fixture.pid and dump["name"] == "remote_threads",
               f"process {dump['pid']} {dump['name']}")
         check_chains(dump, fixture, "json")
