@@ -33,8 +33,16 @@ CHAINS = {
                 "thread_b"],
     "via-lib": ["remote_park", "lib_callback", "remote_lib_inner", "remote_lib_outer",
                 "chain_lib", "thread_lib"],
+    "fp-lib": ["remote_park", "fp_callback", "remote_fp_inner", "remote_fp_outer", "chain_fp",
+               "thread_fp"],
+    "debug-frame": ["remote_park", "dwarf_callback", "remote_dwarf_inner", "remote_dwarf_outer",
+                    "chain_dwarf", "thread_dwarf"],
 }
-FIXTURE_NAME = re.compile(r"^(remote_|chain_|lib_callback|thread_(a|b|lib)$|main$)")
+# The frames found by the frame-pointer step: the callers of the two functions of the library
+# without unwind information (no FDE covers them); every other frame by CFI (.debug_frame's
+# through remote_dwarf_*).
+FP_FOUND = {"remote_fp_outer", "chain_fp"}
+FIXTURE_NAME = re.compile(r"^(remote_|chain_|(lib|fp|dwarf)_callback|thread_(a|b|lib|fp|dwarf)$|main$)")
 READ_SYSCALL = {"x86_64": 0, "aarch64": 63}[platform.machine()]
 
 failures = []
@@ -54,7 +62,7 @@ class Fixture:
         line = self.proc.stdout.readline()
         assert line.startswith("ready"), line
         self.pid = self.proc.pid
-        self.threads = 4 + extra_threads
+        self.threads = 6 + extra_threads
         # Every thread inside read(): the fixture counts a thread as parked just before.
         deadline = time.monotonic() + 60
         while not self.all_in_read():
@@ -121,8 +129,15 @@ def check_chains(dump, fixture, label):
         check(t["end"] == "end of stack", f"{label}: thread {t['name']} ended '{t['end']}'")
         check("start_thread" in names[at + len(chain):],
               f"{label}: thread {t['name']} reaches start_thread: {names}")
-        check(t["frames"][0]["file"] != "" or t["frames"][0]["module"] != "",
-              f"{label}: thread {t['name']} frame 0 named")
+        # How each frame was found: fp exactly where no table covers the frame below.
+        trust = t["frame_trust"]
+        check(len(trust) == max(f["index"] for f in t["frames"]) + 1 and trust[0] == "context",
+              f"{label}: thread {t['name']} frame_trust {trust}")
+        outer = {f["index"]: f["function"] for f in t["frames"]}  # the last of each index
+        for i in range(1, len(trust)):
+            want = "fp" if outer[i] in FP_FOUND else "cfi"
+            check(trust[i] == want,
+                  f"{label}: thread {t['name']} frame {i} ({outer[i]}) found by {trust[i]}")
     for name in CHAINS:
         check(len(by_name.get(name, [])) == 1, f"{label}: one thread named {name}")
     return by_name

@@ -16,8 +16,10 @@
 //   #0 0x00007f... in __libc_read at ../sysdeps/unix/sysv/linux/read.c:26:10 (/lib/x86_64-linux-gnu/libc.so.6+0x10e98d)
 //
 // --json writes one object: {"pid", "name", "threads": [{"tid", "name", "stopped_us", "end",
-// "error", "frames": [...]}], "stopped_us_total", "stopped_us_max"}, each frame as
-// docs/schema/frame.schema.json defines it.
+// "error", "frame_trust", "frames": [...]}], "stopped_us_total", "stopped_us_max"}, each frame as
+// docs/schema/frame.schema.json defines it; frame_trust[i] says how trace frame i was found:
+// "context" (the registers), "cfi" (a CFI step) or "fp" (the frame record: no table covered the
+// frame below).
 //
 // Exit status: 0 when every thread was read (a thread that exited meanwhile is reported, not an
 // error), 1 when the process cannot be read or traced (the reason on stderr: no such process,
@@ -185,6 +187,9 @@ void PrintJson(const Options& o, const std::string& name, const std::vector<Thre
     t["stopped_us"] = d.stopped_us;
     t["end"] = d.error.empty() ? EndName(d.walk.end) : "";
     t["error"] = d.error;
+    // How each trace frame was found (by index; inline frames share their index's).
+    t["frame_trust"] = nlohmann::ordered_json::array();
+    for (const TargetFrame& f : d.walk.frames) t["frame_trust"].push_back(TrustName(f.trust));
     t["frames"] = nlohmann::ordered_json::array();
     for (const SymbolizedFrame& f : d.frames) t["frames"].push_back(FrameJson(f));
     out["threads"].push_back(std::move(t));

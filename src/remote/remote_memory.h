@@ -34,10 +34,13 @@ class RemoteMemory {
   // Forgets every cached page: the target ran since they were read (the next thread's walk).
   void Invalidate();
 
-  // Counters (the tool's --stats and the tests).
+  // Reads through /proc/PID/mem from now on, as where process_vm_readv is refused (tests).
+  void UseProcMemForTesting() { vm_readv_ok_ = false; }
+
+  // Counters (the tests).
   uint64_t page_reads() const { return page_reads_; }
   uint64_t cache_hits() const { return cache_hits_; }
-  bool used_proc_mem() const { return mem_fd_ >= 0; }
+  bool used_proc_mem() const { return mem_fd_ >= 0; }  // it opened /proc/PID/mem
 
  private:
   static constexpr uint64_t kPageSize = 4096;

@@ -161,6 +161,16 @@ void TargetModules::Describe(const MappedFile& file, const std::vector<FileMappi
       break;
     }
   }
+  // .debug_frame (code built without unwind tables but with -g): link-time addresses.
+  AddressRange debug_frame;
+  if (FindDebugFrameSection(file.bytes, file.size, &debug_frame)) {
+    module->debug_frame.bounds = debug_frame;
+    module->debug_frame.debug_frame = true;
+    module->debug_frame.address_size = 8;
+    module->debug_frame.load_bias = module->load_bias;
+    module->debug_frame_index = IndexDebugFrame(module->debug_frame);
+    Prefault(debug_frame);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<TargetModules>> TargetModules::Read(pid_t pid) {
@@ -279,6 +289,17 @@ bool TargetModules::Find(uint64_t pc, EhFrameSection* out) const {
   const TargetModule* module = Find(pc);
   if (module == nullptr || !module->has_eh_frame) return false;
   *out = module->eh_frame;
+  return true;
+}
+
+bool TargetModules::FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* fde) const {
+  const TargetModule* module = Find(pc);
+  if (module == nullptr || module->debug_frame_index.empty()) return false;
+  const DebugFrameEntry* entry = FindDebugFrameEntry(
+      module->debug_frame_index.data(), module->debug_frame_index.size(), pc);
+  if (entry == nullptr) return false;
+  *out = module->debug_frame;
+  *fde = entry->fde;
   return true;
 }
 

@@ -1,6 +1,7 @@
 // TargetModules: another process's mappings and loaded objects, read from /proc/PID/maps, with
 // each object's unwind tables read from its file mapped read-only here (and the vDSO's from the
-// target's memory), never from the target. The Locator of ehframe_step.h (Find, FindDebugFrame,
+// target's memory), never from the target: .eh_frame through PT_GNU_EH_FRAME, and .debug_frame
+// where the file has one. The Locator of ehframe_step.h (Find, FindDebugFrame,
 // ReadCode) and the Code of fp_step.h (IsCode) over them, all in the target's addresses: a
 // table's code addresses are turned into the target's by EhFrameSection::load_bias.
 //
@@ -18,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/address_range.h"
+#include "ehframe/debug_frame_index.h"
 #include "ehframe/eh_frame_hdr.h"
 
 namespace stackwalk::internal {
@@ -35,6 +37,8 @@ struct TargetModule {
   bool is_vdso = false;
   bool has_eh_frame = false;
   EhFrameSection eh_frame;   // bytes here, addresses the target's (valid if has_eh_frame)
+  EhFrameSection debug_frame;  // its .debug_frame, where it has one (a non-empty index)
+  std::vector<DebugFrameEntry> debug_frame_index;
   std::string error;         // why its tables could not be read (the walk falls back to fp)
 };
 
@@ -57,7 +61,7 @@ class TargetModules {
 
   // Locator (ehframe_step.h) and Code (fp_step.h).
   bool Find(uint64_t pc, EhFrameSection* out) const;
-  bool FindDebugFrame(uint64_t, EhFrameSection*, uint64_t*) const { return false; }
+  bool FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* fde) const;
   bool ReadCode(uint64_t pc, void* out, size_t n) const;
   bool IsCode(uint64_t pc) const;
   void set_memory(RemoteMemory* memory) { memory_ = memory; }

@@ -168,6 +168,10 @@ absl::Status ThreadStop::ReadRegisters(NativeRegs* regs) const {
   if (ptrace(PTRACE_GETREGSET, tid_, reinterpret_cast<void*>(NT_PRSTATUS), &io) != 0) {
     return absl::InternalError(absl::StrCat("PTRACE_GETREGSET ", tid_, ": ", std::strerror(errno)));
   }
+  // A 32-bit (compat) task's register set is smaller: not walked as a 64-bit one.
+  if (io.iov_len != sizeof(r)) {
+    return absl::UnimplementedError("a 32-bit thread: only 64-bit processes are walked so far");
+  }
   // DWARF numbering (psABI §3.6.2): rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8..r15, rip.
   const unsigned long long dwarf[17] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi,
                                         r.rbp, r.rsp, r.r8,  r.r9,  r.r10, r.r11,
@@ -180,6 +184,9 @@ absl::Status ThreadStop::ReadRegisters(NativeRegs* regs) const {
   iovec io{&r, sizeof(r)};
   if (ptrace(PTRACE_GETREGSET, tid_, reinterpret_cast<void*>(NT_PRSTATUS), &io) != 0) {
     return absl::InternalError(absl::StrCat("PTRACE_GETREGSET ", tid_, ": ", std::strerror(errno)));
+  }
+  if (io.iov_len != sizeof(r)) {
+    return absl::UnimplementedError("a 32-bit thread: only 64-bit processes are walked so far");
   }
   regs->ForgetAll();
   for (int i = 0; i < 31; ++i) regs->Set(i, r.regs[i]);
