@@ -26,6 +26,7 @@
 // ptrace refused and why), 2 for a usage error.
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -200,6 +201,12 @@ void PrintJson(const Options& o, const std::string& name, const std::vector<Thre
 }
 
 int Run(const Options& o) {
+  if (o.pid == getpid()) {
+    std::fprintf(stderr, "stackwalk-dump: process %d is stackwalk-dump itself: a process cannot "
+                         "trace its own threads (capture in-process with stackwalk_backtrace)\n",
+                 static_cast<int>(o.pid));
+    return 1;
+  }
   // Everything that reads files or allocates much happens before any thread stops.
   auto modules_or = TargetModules::Read(o.pid);
   if (!modules_or.ok()) {
