@@ -28,8 +28,8 @@
 
 namespace stackwalk::leakcheck {
 
-SpinLock& ReportLock() {
-  static SpinLock lock;  // constant-initialized
+FairLock& ReportLock() {
+  static FairLock lock;  // constant-initialized
   return lock;
 }
 
@@ -112,7 +112,7 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
 
 ReportTotals WriteReport(State& state, const char* occasion) {
   CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
-  SpinLockHolder hold(ReportLock());
+  FairLockHolder hold(ReportLock());
   int& reports_written = ReportCount();
   const Options& options = state.options;
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
