@@ -30,8 +30,8 @@
 
 namespace stackwalk::leakcheck {
 
-SpinLock& ReportLock() {
-  static SpinLock lock;  // constant-initialized
+FairLock& ReportLock() {
+  static FairLock lock;  // constant-initialized
   return lock;
 }
 
@@ -156,7 +156,7 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
 
 ReportTotals WriteReport(State& state, const char* occasion) {
   CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
-  SpinLockHolder hold(ReportLock());
+  FairLockHolder hold(ReportLock());
   int& reports_written = ReportCount();
   const Options& options = state.options;
   const bool dumping = options.dump[0] != '\0';

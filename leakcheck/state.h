@@ -11,6 +11,7 @@
 #include <string>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/fair_lock.h"
 #include "leakcheck/live_bytes.h"
 #include "leakcheck/options.h"
 #include "leakcheck/stack_table.h"
@@ -80,8 +81,9 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
                        std::unique_ptr<FrameNamer>* namer, CheckScope* scope = nullptr,
                        std::string* dump = nullptr);
 
-// The lock WriteReport holds; taken around fork() too, so a child never inherits it held.
-SpinLock& ReportLock();
+// The lock WriteReport and every check hold; taken around fork() too, so a child never inherits
+// it held. Fair (fair_lock.h): a fork or a check waits for the reports queued before it only.
+FairLock& ReportLock();
 // The reports the process wrote so far (its first starts the output file): under ReportLock().
 int& ReportCount();
 
