@@ -111,6 +111,7 @@ bool WorldStoppedHere() {
 void ForgetThreadAfterFork() {
   t_serial = 0;
   t_sequence_next = t_sequence_end = 0;
+  ExitedStacksAfterForkChild();
 }
 
 namespace {

@@ -134,6 +134,8 @@ size_t FindExitedThreadStacks(const StoppedThread* threads, size_t thread_count,
   return count;
 }
 
+void ExitedStacksAfterForkChild() { g_writing.clear(std::memory_order_release); }
+
 void ForgetExitedThreadStacksForTesting() {
   WriterLock lock;
   for (Entry& e : g_entries) e.state.store(kEmpty, std::memory_order_relaxed);

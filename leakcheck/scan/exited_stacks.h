@@ -42,6 +42,10 @@ size_t FindExitedThreadStacks(const StoppedThread* threads, size_t thread_count,
                               uintptr_t caller_sp, const MapsSnapshot& maps, MemoryReader& reader,
                               internal::AddressRange* out, size_t capacity);
 
+// In a fork child: a thread of the parent's may have been writing an entry; it is gone, so the
+// writers' lock is released (that entry stays unfinished, never read). Async-signal-safe.
+void ExitedStacksAfterForkChild();
+
 // Forgets every recorded stack (tests).
 void ForgetExitedThreadStacksForTesting();
 
