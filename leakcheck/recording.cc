@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/scan/exited_stacks.h"
 #include "stackwalk/capture.h"
 
 namespace stackwalk::leakcheck {
@@ -58,12 +59,15 @@ State& ConfiguredState() {
 
 namespace {
 
-// Tells the registry a thread's final name when it exits (threads that allocated only).
+// Tells the registry a thread's final name when it exits, and records its stack, which glibc
+// may keep for a later thread: its words are dead from now on (threads that allocated only).
 pthread_key_t g_exit_key;
 std::atomic<int> g_exit_key_state{0};  // 0 none, 1 creating, 2 ready
 
 void ThreadExiting(void* serial) {
+  ReentryGuard own;  // what pthread_getattr_np allocates is the checker's
   GlobalState().threads.MarkExited(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(serial)));
+  RecordExitingThreadStack();
 }
 
 void WatchThreadExit(uint32_t serial) {
@@ -107,6 +111,7 @@ bool WorldStoppedHere() {
 void ForgetThreadAfterFork() {
   t_serial = 0;
   t_sequence_next = t_sequence_end = 0;
+  ExitedStacksAfterForkChild();
 }
 
 namespace {

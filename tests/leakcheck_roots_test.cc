@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "collect_modules.h"
 #include "gtest/gtest.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/own_mappings.h"
@@ -160,22 +161,6 @@ class BlockedThread {
   std::thread thread_;
   std::atomic<bool> ready_{false};
 };
-
-// The check's driver lists the loaded objects inside its dl_iterate_phdr callback.
-bool CollectModules(LoadedModules* modules) {
-  struct Context {
-    LoadedModules* modules;
-    bool ok = false;
-  } context{modules};
-  dl_iterate_phdr(
-      [](dl_phdr_info*, size_t, void* p) {
-        auto* c = static_cast<Context*>(p);
-        c->ok = c->modules->Collect();
-        return 1;  // once
-      },
-      &context);
-  return context.ok;
-}
 
 class RootsTest : public ::testing::Test {
  protected:
@@ -403,6 +388,58 @@ TEST_F(RootsTest, AnonymousMappingLessExcludedRangesAndWholeChunks) {
   const RootKind anonymous = RootKind::kAnonymous;
   EXPECT_NE(Covering(roots, Address(arena) + page, &anonymous, 2 * page), nullptr);
   munmap(reserved, 12 * page);
+}
+
+// The end of the test program's writable segment, at the end of its page (its .bss past the
+// file's last page is an anonymous mapping).
+uintptr_t ProgramSegmentEnd() {
+  uintptr_t end = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) != 0) {
+            const uintptr_t page = sysconf(_SC_PAGESIZE);
+            *static_cast<uintptr_t*>(out) =
+                (info->dlpi_addr + ph.p_vaddr + ph.p_memsz + page - 1) & ~(page - 1);
+          }
+        }
+        return 1;  // the program comes first
+      },
+      &end);
+  return end;
+}
+
+char g_large_bss[1 << 16];  // so that the .bss goes on past the file's last page
+
+TEST_F(RootsTest, AnAnonymousMappingMergedWithASegmentsBssIsARootPastIt) {
+  // The kernel merges an anonymous mapping placed right after a .bss with it (as it merged ld.so's
+  // early allocations, the main thread's TLS among them, with the preloaded checker's .bss): past
+  // the segment, that mapping is the program's, a root.
+  g_large_bss[sizeof g_large_bss - 1] = 1;
+  const uintptr_t end = ProgramSegmentEnd();
+  ASSERT_NE(end, 0u);
+  const size_t bytes = 64 * 1024;
+  void* after = mmap(reinterpret_cast<void*>(end), bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (after == MAP_FAILED || Address(after) != end) {
+    if (after != MAP_FAILED) munmap(after, bytes);
+    GTEST_SKIP() << "the address after the .bss is taken";
+  }
+  static_cast<void**>(after)[16] = &g_bss_slot;
+  RootSet roots;
+  Collect({}, RootOptions{}, &roots);
+  const MapsEntry* merged = maps_.Find(end);
+  ASSERT_NE(merged, nullptr);
+  if (!merged->range.Contains(end - 1)) {
+    munmap(after, bytes);
+    GTEST_SKIP() << "not merged with the .bss here (qemu-user places mappings itself)";
+  }
+  EXPECT_NE(Covering(roots, end + 16 * sizeof(void*), RootKind::kAnonymous), nullptr);
+  EXPECT_NE(Covering(roots, end - sizeof(void*), RootKind::kGlobals), nullptr);
+  EXPECT_EQ(Covering(roots, end - sizeof(void*), RootKind::kAnonymous), nullptr)
+      << "the segment is a kGlobals root already";
+  munmap(after, bytes);
 }
 
 TEST_F(RootsTest, UnstoppedGoneAndLostThreads) {

@@ -19,6 +19,7 @@
 #include <atomic>
 
 #include "leakcheck/recording.h"
+#include "leakcheck/scan/exited_stacks.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/mark.h"
 #include "leakcheck/scan/own_mappings.h"
@@ -250,23 +251,37 @@ void StoppedSection(Section& s) {
     if (!s.maps->Read()) {
       s.error = "/proc/self/maps could not be read";
     } else {
-      internal::AddressRange excluded[kMaxCheckerThreads + kMaxDeadStacks + kMaxPrivateMappings];
+      constexpr size_t kMaxExcluded =
+          kMaxCheckerThreads + kMaxDeadStacks + kMaxPrivateMappings + kMaxExitedStacks;
+      auto* excluded = s.scratch->AllocateArray<internal::AddressRange>(kMaxExcluded);
+      if (excluded == nullptr) s.error = "out of scratch memory for the excluded ranges";
       size_t excluded_count = 0;
       // libstackwalk's own caches: its frame logs hold copies of stack words.
       uintptr_t private_ranges[2 * kMaxPrivateMappings];
       const size_t private_count =
-          std::min(stackwalk_private_mappings(private_ranges, kMaxPrivateMappings),
-                   kMaxPrivateMappings);
+          excluded == nullptr
+              ? 0
+              : std::min(stackwalk_private_mappings(private_ranges, kMaxPrivateMappings),
+                         kMaxPrivateMappings);
       for (size_t i = 0; i < private_count; ++i) {
         excluded[excluded_count++] = {private_ranges[2 * i], private_ranges[2 * i + 1]};
       }
-      for (size_t i = 0; i < skip_count; ++i) {
+      for (size_t i = 0; excluded != nullptr && i < skip_count; ++i) {
         if (const MapsEntry* entry = s.maps->Find(probes[i])) {
           excluded[excluded_count++] = entry->range;
         }
       }
-      if (auto* buffer = s.scratch->AllocateArray<uintptr_t>(kTcbSearch / sizeof(uintptr_t))) {
-        SafeReader tcb_reader(s.maps);
+      SafeReader tcb_reader(s.maps);
+      // The stacks of exited threads the checker saw exit (every architecture, wherever their
+      // mappings lie), then, on x86_64, cached stacks found by their TCB (threads that never
+      // allocated, so never recorded their exit).
+      if (excluded != nullptr) {
+        excluded_count += FindExitedThreadStacks(s.world->threads(), s.world->size(), s.caller_sp,
+                                                 *s.maps, tcb_reader, excluded + excluded_count,
+                                                 kMaxExitedStacks);
+      }
+      auto* buffer = s.scratch->AllocateArray<uintptr_t>(kTcbSearch / sizeof(uintptr_t));
+      if (excluded != nullptr && buffer != nullptr) {
         excluded_count += FindDeadThreadStacks(*s.maps, *s.world, s.caller_sp, tcb_reader, buffer,
                                                excluded + excluded_count, kMaxDeadStacks);
       }

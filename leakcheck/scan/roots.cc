@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/scan/safe_reader.h"
 
@@ -19,13 +21,6 @@ constexpr uintptr_t kRedZone = 0;
 // glibc's HEAP_MAX_SIZE (2 * DEFAULT_MMAP_THRESHOLD_MAX): a non-main arena's heaps are aligned
 // to it, each starting with a heap_info whose first word is its arena.
 constexpr uintptr_t kArenaHeapAlign = sizeof(void*) == 8 ? uintptr_t{64} << 20 : uintptr_t{1} << 20;
-
-bool Overlaps(uintptr_t lo, uintptr_t hi, const internal::AddressRange* ranges, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (ranges[i].lo < hi && lo < ranges[i].hi) return true;
-  }
-  return false;
-}
 
 // A thread's stack from `from` (its SP less the red zone, or the signal method's frame) to the
 // top of the mapping holding `sp`; an unstopped thread's whole mapping (it runs on: any of it
@@ -73,13 +68,23 @@ internal::AddressRange ChunkPages(const Allocation& block) {
   return {block.address & ~(kPage - 1), (end + kPage - 1) & ~(kPage - 1)};
 }
 
-// Adds [lo, hi) less the checker's own mappings, the excluded ranges and the pages of the blocks
-// from `block` on (all whole chunks, sorted).
+// Adds [lo, hi) as roots of `kind` less what is not the program's or is a root already: the
+// checker's own mappings, the excluded ranges, the loaded objects' writable segments (kGlobals)
+// and the pages of the blocks from `block` on (all whole chunks, sorted). The kernel merges
+// anonymous mappings that touch: a .bss past its file's last page, ld.so's early allocations
+// (the first link_maps, the main thread's TLS), the checker's tables, glibc's mmap'ed chunks
+// may all be one line of /proc/self/maps.
 void AddAnonymousPieces(uintptr_t lo, uintptr_t hi, const RootInputs& inputs, size_t block,
-                        RootSet* out) {
+                        RootKind kind, int32_t tid, RootSet* out) {
+  const internal::AddressRange* segments = nullptr;
+  size_t segment_count = 0;
+  if (inputs.modules != nullptr) {
+    segments = inputs.modules->writable_segments();
+    segment_count = inputs.modules->writable_segment_count();
+  }
   uintptr_t from = lo;
   while (from < hi) {
-    // The lowest cut still ahead: the next block's pages or an excluded range.
+    // The lowest cut still ahead: the next block's pages, an excluded range or a segment.
     internal::AddressRange cut{hi, hi};
     while (block < inputs.block_count && inputs.blocks[block].address < hi &&
            ChunkPages(inputs.blocks[block]).hi <= from) {
@@ -88,14 +93,17 @@ void AddAnonymousPieces(uintptr_t lo, uintptr_t hi, const RootInputs& inputs, si
     if (block < inputs.block_count && inputs.blocks[block].address < hi) {
       cut = ChunkPages(inputs.blocks[block]);
     }
-    for (size_t i = 0; i < inputs.excluded_count; ++i) {
-      const internal::AddressRange& e = inputs.excluded[i];
-      if (e.hi > from && e.lo < hi && e.lo < cut.lo) cut = e;
+    for (const auto& [ranges, count] : {std::pair{inputs.excluded, inputs.excluded_count},
+                                        std::pair{segments, segment_count}}) {
+      for (size_t i = 0; i < count; ++i) {
+        const internal::AddressRange& e = ranges[i];
+        if (e.hi > from && e.lo < hi && e.lo < cut.lo) cut = e;
+      }
     }
     uintptr_t own_lo, own_hi;
     if (LowestOwnMapping(from, hi, &own_lo, &own_hi) && own_lo < cut.lo) cut = {own_lo, own_hi};
     const auto to = static_cast<uintptr_t>(cut.lo < hi ? cut.lo : hi);
-    if (cut.lo > from) out->Add({from, to, RootKind::kAnonymous, 0, true});
+    if (cut.lo > from) out->Add({from, to, kind, tid, true});
     if (cut.hi <= from) break;  // cannot happen: keeps the loop finite on a malformed input
     from = cut.hi;
   }
@@ -139,7 +147,6 @@ bool HoldsThreadSp(const MapsEntry& entry, const RootInputs& inputs) {
 
 void AddAnonymous(const RootInputs& inputs, MemoryReader& reader, RootSet* out) {
   const MapsSnapshot& maps = *inputs.maps;
-  const LoadedModules* modules = inputs.modules;
   for (size_t i = 0; i < maps.size(); ++i) {
     const MapsEntry& entry = maps[i];
     if (entry.kind != MapsEntry::Kind::kAnonymous || !entry.readable || !entry.writable ||
@@ -147,11 +154,6 @@ void AddAnonymous(const RootInputs& inputs, MemoryReader& reader, RootSet* out) 
       continue;
     }
     const uintptr_t lo = entry.range.lo, hi = entry.range.hi;
-    // A .bss past its file's last page: already a kGlobals root.
-    if (modules != nullptr && Overlaps(lo, hi, modules->writable_segments(),
-                                       modules->writable_segment_count())) {
-      continue;
-    }
     if (HoldsThreadSp(entry, inputs)) continue;  // a stack: below the SP it is dead
     // Less glibc's arena heaps in it, and (AddAnonymousPieces) the pages of every recorded block:
     // the allocator's memory, whose stale words would hold leaks. The rest is the program's.
@@ -162,13 +164,13 @@ void AddAnonymous(const RootInputs& inputs, MemoryReader& reader, RootSet* out) 
       if (!IsArenaHeapAt(at, maps, reader, &heap_bytes)) continue;
       if (at > from) {
         AddAnonymousPieces(from, at, inputs, FirstBlockFrom(from, inputs.blocks, inputs.block_count),
-                           out);
+                           RootKind::kAnonymous, 0, out);
       }
       from = hi - at > heap_bytes ? at + heap_bytes : hi;
     }
     if (from < hi) {
       AddAnonymousPieces(from, hi, inputs, FirstBlockFrom(from, inputs.blocks, inputs.block_count),
-                         out);
+                         RootKind::kAnonymous, 0, out);
     }
   }
 }
@@ -180,7 +182,12 @@ void AddThreadTls(int32_t tid, uintptr_t tp, bool copy, const RootInputs& inputs
     CollectThreadTls(tid, tp, inputs.modules->tls_modules(), inputs.modules->tls_module_count(),
                      reader, copy, out);
   }
-  if (tid == getpid()) CollectMainThreadBlock(tid, tp, *inputs.maps, out);
+  internal::AddressRange block;
+  if (tid == getpid() && MainThreadBlock(tp, *inputs.maps, &block)) {
+    AddAnonymousPieces(block.lo, block.hi, inputs,
+                       FirstBlockFrom(block.lo, inputs.blocks, inputs.block_count),
+                       RootKind::kStaticTls, tid, out);
+  }
 }
 
 }  // namespace

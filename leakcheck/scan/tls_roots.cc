@@ -145,13 +145,13 @@ void CollectThreadTls(int32_t tid, uintptr_t tp, const TlsModule* modules, size_
   }
 }
 
-void CollectMainThreadBlock(int32_t tid, uintptr_t tp, const MapsSnapshot& maps, RootSet* out) {
+bool MainThreadBlock(uintptr_t tp, const MapsSnapshot& maps, internal::AddressRange* out) {
   const MapsEntry* mapping = maps.Find(tp);
-  if (tp == 0 || mapping == nullptr || !mapping->readable) return;
+  if (tp == 0 || mapping == nullptr || !mapping->readable) return false;
   const internal::AddressRange& range = mapping->range;
-  const uintptr_t lo = tp - range.lo > kMainTcbSpan ? tp - kMainTcbSpan : range.lo;
-  const uintptr_t hi = range.hi - tp > kMainTcbSpan ? tp + kMainTcbSpan : range.hi;
-  out->Add({lo, hi, RootKind::kStaticTls, tid, true});
+  out->lo = tp - range.lo > kMainTcbSpan ? tp - kMainTcbSpan : range.lo;
+  out->hi = range.hi - tp > kMainTcbSpan ? tp + kMainTcbSpan : range.hi;
+  return true;
 }
 
 }  // namespace stackwalk::leakcheck

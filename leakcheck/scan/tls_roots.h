@@ -68,9 +68,11 @@ void CollectThreadTls(int32_t tid, uintptr_t tp, const TlsModule* modules, size_
 
 // The main thread's block around its thread pointer, [tp - kMainTcbSpan, tp + kMainTcbSpan)
 // within tp's mapping: its struct pthread (pthread_setspecific values) and static TLS live in
-// memory the loader allocated, not in a thread stack.
+// memory the loader allocated, not in a thread stack. False if tp is in no readable mapping.
+// The kernel may have merged that memory with neighbouring anonymous mappings (the checker's
+// own among them), so the caller cuts what is not the program's out of the span.
 constexpr uintptr_t kMainTcbSpan = 16 * 1024;
-void CollectMainThreadBlock(int32_t tid, uintptr_t tp, const MapsSnapshot& maps, RootSet* out);
+bool MainThreadBlock(uintptr_t tp, const MapsSnapshot& maps, internal::AddressRange* out);
 
 }  // namespace stackwalk::leakcheck
 
