@@ -95,4 +95,42 @@ bool SafeReader::Read(uintptr_t address, void* out, size_t size) {
   return true;
 }
 
+bool SafeReader::InPlace(uintptr_t address, size_t size) {
+  if (maps_ == nullptr) return false;
+  const uintptr_t end = address + size;
+  if (end < address) return false;
+  const MapsEntry* entry = last_in_place_;
+  if (entry == nullptr || !entry->range.Contains(address)) {
+    entry = maps_->Find(address);
+    if (entry == nullptr) return false;
+    last_in_place_ = entry;
+  }
+  return entry->readable && !entry->shared && end <= entry->range.hi &&
+         (entry->kind == MapsEntry::Kind::kAnonymous || entry->kind == MapsEntry::Kind::kHeap);
+}
+
+size_t SafeReader::ReadBatch(const ReadSpan* spans, size_t count) {
+  if (method_ != Method::kProcessVmReadv) return MemoryReader::ReadBatch(spans, count);
+  size_t done = 0;
+  while (done < count) {
+    // The kernel copies iovec by iovec and stops at the first remote one it cannot read whole
+    // (a partial transfer never splits an iovec): the bytes it returns say which spans arrived.
+    iovec local[kBatchIovecs], remote[kBatchIovecs];
+    const size_t batch = count - done < kBatchIovecs ? count - done : kBatchIovecs;
+    for (size_t i = 0; i < batch; ++i) {
+      local[i] = {spans[done + i].out, spans[done + i].size};
+      remote[i] = {reinterpret_cast<void*>(spans[done + i].address), spans[done + i].size};
+    }
+    const int saved_errno = errno;
+    const ssize_t got = process_vm_readv(getpid(), local, batch, remote, batch, 0);
+    errno = saved_errno;
+    size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+    size_t whole = 0;
+    while (whole < batch && spans[done + whole].size <= left) left -= spans[done + whole++].size;
+    done += whole;
+    if (whole < batch) return done;
+  }
+  return done;
+}
+
 }  // namespace stackwalk::leakcheck
