@@ -2,17 +2,18 @@
 #include "leakcheck/scan/safe_reader.h"
 
 #include <errno.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
+#include "src/core/readable_pages.h"
+
 namespace stackwalk::leakcheck {
 namespace {
 
-constexpr uintptr_t kPage = 4096;  // the smallest page of every target: checking by it is exact
+constexpr uintptr_t kPage = internal::kProbePage;
 
 // process_vm_readv on our own pid: 0 not probed, 1 works, 2 does not (seccomp, qemu-user, a
 // kernel without CONFIG_CROSS_MEMORY_ATTACH).
@@ -37,20 +38,6 @@ bool VmReadvWorks() {
     g_vm_readv.store(known, std::memory_order_relaxed);
   }
   return known == 1;
-}
-
-// True if every page of [first, first + count pages) can be read now: the kernel copies a signal
-// set from the address before it rejects rt_sigprocmask's invalid `how` (EINVAL), or fails with
-// EFAULT. Nothing is touched, so nothing faults.
-bool PagesReadable(uintptr_t first, uintptr_t count) {
-  const int saved_errno = errno;
-  bool readable = true;
-  for (uintptr_t i = 0; i < count && readable; ++i) {
-    const long r = syscall(SYS_rt_sigprocmask, ~0L, first + i * kPage, nullptr, 8);
-    readable = r == -1 && errno == EINVAL;
-  }
-  errno = saved_errno;
-  return readable;
 }
 
 // True if [address, end) lies in readable entries of `maps` without a gap.
@@ -87,7 +74,8 @@ bool SafeReader::Read(uintptr_t address, void* out, size_t size) {
     case Method::kPages:
     case Method::kAuto: {
       const uintptr_t first = address & ~(kPage - 1);
-      if (!PagesReadable(first, (end - first + kPage - 1) / kPage)) return false;
+      const uintptr_t pages = (end - first + kPage - 1) / kPage;
+      if (internal::ReadablePages(first, pages) != pages) return false;
       break;
     }
   }
