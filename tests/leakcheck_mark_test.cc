@@ -19,6 +19,7 @@
 #include "leakcheck/scan/mark.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/scan/safe_reader.h"
+#include "leakcheck/scan/sort_by_address.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -513,6 +514,55 @@ TEST(Mark, ScratchExhaustionIsReported) {
   ScratchArena room;
   EXPECT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &room));
   EXPECT_EQ(std::count(marks.begin(), marks.end(), 1), 10000);
+}
+
+TEST(SortByAddress, AsStdSortForEverySizeAndSpread) {
+  // Few blocks (std::sort), many in one heap (a couple of radix passes), many spread over the
+  // address space (heap and mmap'ed blocks: every pass), odd alignments, and without scratch.
+  std::mt19937_64 rng(16);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, size_t{5000}, size_t{200000}}) {
+    for (int spread = 0; spread < 3; ++spread) {
+      std::vector<Allocation> blocks(n);
+      std::vector<uintptr_t> used;
+      for (size_t i = 0; i < n; ++i) {
+        uintptr_t address = spread == 0   ? 0x555500000000 + 16 * (rng() % (n * 64))
+                            : spread == 1 ? (rng() % 2 ? 0x7f0000000000 : 0x555500000000) +
+                                                16 * (rng() % (uint64_t{1} << 30))
+                                          : 0x1000 + rng() % (uint64_t{1} << 47);
+        used.push_back(address);
+        blocks[i] = Allocation{address, i, i, static_cast<uint32_t>(i), 1};
+      }
+      std::sort(used.begin(), used.end());
+      if (std::adjacent_find(used.begin(), used.end()) != used.end()) {
+        // A snapshot has each address once: drop the repeats.
+        std::sort(blocks.begin(), blocks.end(), [](const Allocation& a, const Allocation& b) {
+          return a.address < b.address;
+        });
+        blocks.erase(std::unique(blocks.begin(), blocks.end(),
+                                 [](const Allocation& a, const Allocation& b) {
+                                   return a.address == b.address;
+                                 }),
+                     blocks.end());
+        std::shuffle(blocks.begin(), blocks.end(), rng);
+      }
+      std::vector<Allocation> expected = blocks;
+      std::sort(expected.begin(), expected.end(), [](const Allocation& a, const Allocation& b) {
+        return a.address < b.address;
+      });
+      for (bool room : {true, false}) {
+        std::vector<Allocation> sorted = blocks;
+        ScratchArena scratch;
+        if (!room) scratch.set_limit(4096);  // no room for a copy: sorted in place
+        SortByAddress(sorted.data(), sorted.size(), &scratch);
+        ASSERT_EQ(sorted.size(), expected.size());
+        for (size_t i = 0; i < sorted.size(); ++i) {
+          ASSERT_EQ(sorted[i].address, expected[i].address) << n << " " << spread << " " << i;
+          ASSERT_EQ(sorted[i].size, expected[i].size) << n << " " << spread << " " << i;
+          ASSERT_EQ(sorted[i].stack_id, expected[i].stack_id);
+        }
+      }
+    }
+  }
 }
 
 TEST(ScratchArena, ZeroedAlignedAndOwn) {
