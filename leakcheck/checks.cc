@@ -98,7 +98,7 @@ stackwalk_leak_record RecordOf(const ReportEntry& entry, uint64_t check, uint64_
 void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* out) {
   ReentryGuard own;  // the check's memory is not the program's
   const uint64_t start = ClockNs(CLOCK_MONOTONIC);
-  SpinLockHolder hold(ReportLock());
+  FairLockHolder hold(ReportLock());
   const uint64_t number = ++g_checks;
   const uint64_t now = ClockNs(CLOCK_REALTIME);
   char occasion[80];

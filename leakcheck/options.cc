@@ -231,6 +231,15 @@ const OptionSpec kOptionSpecs[] = {
      ShowTextField<sizeof(Options::output), &Options::output>,
      "write reports to FILE (a %p in it becomes the process id, so that child processes write "
      "reports of their own); empty: stderr"},
+    {"dump", "dump", 0, "FILE", OptionType::kText, SetText<sizeof(Options::dump), &Options::dump>,
+     ShowTextField<sizeof(Options::dump), &Options::dump>,
+     "also write each report's raw record, unnamed, to FILE (%p as for --output; "
+     "docs/dump-format.md), for stackwalk-report to name and render later or elsewhere"},
+    {"program_report", "program-report", 0, "0|1", OptionType::kBool,
+     SetBool<&Options::program_report>, ShowBool<&Options::program_report>,
+     "0: with --dump, the program writes the dump alone and names nothing (no symbolizer is "
+     "loaded in it); stackwalk-report renders it. Not with --exitcode (leaks are known once "
+     "named and suppressed)"},
     {"exitcode", "exitcode", 0, "N", OptionType::kNumber, SetNumber<int, &Options::exitcode, 0, 255>,
      ShowNumberField<int, &Options::exitcode>,
      "exit with N (1..255) if leaks were found; 0: with PROGRAM's status"},

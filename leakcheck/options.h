@@ -19,6 +19,8 @@ struct Options {
   int max_frames = 32;    // frames kept per allocation (at most StackTable::kMaxFrames)
   int method = 0;         // a stackwalk_method: auto (0), fp (1), ehframe (2)
   char output[256] = {};  // the report's file; stderr when empty
+  char dump[256] = {};    // the raw dump's file (leakcheck/dump/); none when empty
+  bool program_report = true;  // false: with a dump, the program writes the dump alone
   int exitcode = 0;       // if nonzero, the process exits with it when leaks are found
   bool report_at_exit = true;
   bool json = false;      // format=json: the report as one JSON object

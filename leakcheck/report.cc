@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "leakcheck/checks.h"
+#include "leakcheck/dump/dump_collect.h"
+#include "leakcheck/dump/dump_encode.h"
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/report_classify.h"
 #include "leakcheck/report_collect.h"
@@ -28,8 +30,8 @@
 
 namespace stackwalk::leakcheck {
 
-SpinLock& ReportLock() {
-  static SpinLock lock;  // constant-initialized
+FairLock& ReportLock() {
+  static FairLock lock;  // constant-initialized
   return lock;
 }
 
@@ -76,6 +78,48 @@ void FillStop(const CheckOutcome& check, ReportSummary* summary) {
   summary->check_ns = check.check_ns;
 }
 
+// The stages up to the raw record (report_model.h): the check's blocks and verdicts, the blocks
+// selected, each stack's program frames; the header's stop figures.
+struct Classified {
+  CheckOutcome check;
+  size_t n = 0;  // blocks selected, at the front of check.blocks
+  std::vector<NamedStack> stacks;
+};
+
+void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Classified* out) {
+  CheckOutcome& check = out->check;
+  ClassifyBlocks(state, &check);
+  // Ignored blocks out, and for a check those an earlier check returned (checks.h).
+  out->n = SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
+  out->stacks = CollectStacks(check.blocks.data(), out->n, state.stacks);
+  report->summary.scanned = check.complete;
+  FillStop(check, &report->summary);
+}
+
+std::string EncodeDumpOf(State& state, const LeakReport& report, const Classified& c) {
+  return dump::EncodeDump(
+      dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks));
+}
+
+// A report the program does not name (program_report=0): its dump alone. Its totals are the
+// leaks before any suppression (suppressions match names), every live block if no scan ran.
+ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool first) {
+  LeakReport header;
+  CollectHeader(state, occasion, number, &header);
+  Classified c;
+  ClassifyForReport(state, nullptr, &header, &c);
+  DeliverDump(state.options.dump, first, EncodeDumpOf(state, header, c));
+  ReportTotals leaks;
+  for (size_t i = 0; i < c.n; ++i) {
+    const Verdict v = i < c.check.verdicts.size() ? c.check.verdicts[i] : Verdict::kLive;
+    if (IsLeak(v) || v == Verdict::kLive) {
+      leaks.bytes += c.check.blocks[i].size;
+      ++leaks.allocations;
+    }
+  }
+  return leaks;
+}
+
 }  // namespace
 
 int& ReportCount() {
@@ -84,26 +128,26 @@ int& ReportCount() {
 }
 
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope) {
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope,
+                       std::string* dump) {
   // The check reads this thread's stack from the outermost entry up (WriteReport's, else here).
   CheckEntry entry;
   const Options& options = state.options;
   LeakReport report;
   CollectHeader(state, occasion, number, &report);
   {
-    CheckOutcome check;
-    ClassifyBlocks(state, &check);
-    // Ignored blocks out, and for a check those an earlier check returned (checks.h).
-    const size_t n =
-        SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
-    const Allocation* blocks = check.blocks.data();
+    Classified c;
+    ClassifyForReport(state, scope, &report, &c);
+    const size_t n = c.n;
+    const Allocation* blocks = c.check.blocks.data();
+    std::vector<Verdict>& verdicts = c.check.verdicts;
+    std::vector<NamedStack>& stacks = c.stacks;
+    // The raw record, before anything is named or suppressed (the world has resumed).
+    if (dump != nullptr) *dump = EncodeDumpOf(state, report, c);
     // Every stack is named before the tallies: at exit some are not the program's.
-    std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
-    ApplySuppressions(options, blocks, n, stacks, &check.verdicts, &report);
-    GroupBlocks(blocks, n, check.verdicts, stacks, report.at_exit, &report);
-    report.summary.scanned = check.complete;
-    FillStop(check, &report.summary);
+    ApplySuppressions(options, blocks, n, stacks, &verdicts, &report);
+    GroupBlocks(blocks, n, verdicts, stacks, report.at_exit, &report);
   }
   FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
@@ -112,11 +156,21 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
 
 ReportTotals WriteReport(State& state, const char* occasion) {
   CheckEntry entry;  // the check reads this thread's stack from here up: the caller's
-  SpinLockHolder hold(ReportLock());
+  FairLockHolder hold(ReportLock());
   int& reports_written = ReportCount();
   const Options& options = state.options;
+  const bool dumping = options.dump[0] != '\0';
+  if (dumping && !options.program_report) {
+    const ReportTotals leaks = WriteDumpOnly(state, occasion, reports_written + 1,
+                                             reports_written == 0);
+    ++reports_written;
+    return leaks;
+  }
   std::unique_ptr<FrameNamer> namer;  // loaded only when there are stacks to name
-  const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer);
+  std::string dump;
+  const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer, nullptr,
+                                        dumping ? &dump : nullptr);
+  if (dumping) DeliverDump(options.dump, reports_written == 0, dump);
   const std::string text =
       options.json ? RenderJson(report)
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {

@@ -30,15 +30,50 @@ int StderrForReports() {
 
 pid_t ReportingProcess() { return g_reporting_pid.load(std::memory_order_relaxed); }
 
+std::string ExpandProcessId(const char* path) {
+  std::string out = path != nullptr ? path : "";
+  for (size_t at = 0; (at = out.find("%p", at)) != std::string::npos;) {
+    const std::string pid = std::to_string(getpid());
+    out.replace(at, 2, pid);
+    at += pid.size();
+  }
+  return out;
+}
+
+namespace {
+
+void WriteAll(int fd, const std::string& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t wrote = write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote <= 0) break;
+    done += static_cast<size_t>(wrote);
+  }
+}
+
+int OpenReportFile(const std::string& path, bool first) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND), 0644);
+}
+
+}  // namespace
+
+void DeliverDump(const char* path_pattern, bool first, const std::string& bytes) {
+  const std::string path = ExpandProcessId(path_pattern);
+  if (path.empty()) return;
+  const int fd = OpenReportFile(path, first);
+  if (fd < 0) {
+    WriteAll(StderrForReports(), "stackwalk-leakcheck: cannot write the dump " + path + "\n");
+    return;
+  }
+  WriteAll(fd, bytes);
+  close(fd);
+}
+
 void DeliverReport(const char* output, bool first, const std::string& text) {
   const int stderr_fd = StderrForReports();
   int fd = stderr_fd;
-  std::string path = output != nullptr ? output : "";
-  for (size_t at; (at = path.find("%p")) != std::string::npos;) {
-    path.replace(at, 2, std::to_string(getpid()));
-  }
+  const std::string path = ExpandProcessId(output);
   if (!path.empty()) {
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND), 0644);
+    fd = OpenReportFile(path, first);
     if (fd < 0) {
       const std::string complaint =
           "stackwalk-leakcheck: cannot write " + path + "; the report follows here\n";
@@ -48,11 +83,7 @@ void DeliverReport(const char* output, bool first, const std::string& text) {
       }
     }
   }
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t wrote = write(fd, text.data() + done, text.size() - done);
-    if (wrote <= 0) break;
-    done += static_cast<size_t>(wrote);
-  }
+  WriteAll(fd, text);
   if (fd != stderr_fd) close(fd);
 }
 

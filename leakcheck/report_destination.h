@@ -31,6 +31,14 @@ pid_t ReportingProcess();
 // file; later ones are appended. Not signal-safe: allocates.
 void DeliverReport(const char* output, bool first, const std::string& text);
 
+// `path` with each "%p" replaced by the process id (the output and dump options' rule).
+std::string ExpandProcessId(const char* path);
+
+// Writes a leak dump (leakcheck/dump/) to `path` ("%p" expanded), which the process's first
+// report (`first`) starts and later ones append to; nothing if `path` is empty. A file that cannot
+// be written is named on StderrForReports(). Not signal-safe: allocates.
+void DeliverDump(const char* path, bool first, const std::string& bytes);
+
 }  // namespace stackwalk::leakcheck
 
 #endif  // STACKWALK_LEAKCHECK_REPORT_DESTINATION_H_

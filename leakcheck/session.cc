@@ -21,17 +21,21 @@ namespace stackwalk::leakcheck {
 namespace {
 
 // The locks in WriteReport's order; other libraries' fork handlers that run while they are held
-// allocate unrecorded (SetForking).
+// allocate unrecorded (SetForking). ReportLock is fair: the fork waits for the report or check
+// running now and those queued before it, never behind a thread that reports without pause.
 void BeforeFork() {
   ReportLock().Lock();
   GlobalState().stacks.LockAll();
   GlobalState().allocations.LockAll();
   SetForking(true);
 }
-void AfterForkParent() {
+void UnlockTables() {
   SetForking(false);
   GlobalState().allocations.UnlockAll();
   GlobalState().stacks.UnlockAll();
+}
+void AfterForkParent() {
+  UnlockTables();
   ReportLock().Unlock();
 }
 void AfterForkChild();
@@ -78,7 +82,9 @@ bool LaunchReporter() {
 }
 
 void AfterForkChild() {
-  AfterForkParent();
+  UnlockTables();
+  // The parent's threads that were waiting for a report were not copied: their turns go too.
+  ReportLock().UnlockInForkChild();
   ForgetThreadAfterFork();
   g_reporter_tid.store(0);
   KeepReportDestination();  // the child reports its own blocks, as itself

@@ -1,6 +1,7 @@
-// SpinLock: the leak checker's lock for its tables' shards, the stack table's arena and the
-// report, which must not allocate (pthread mutexes do not either, but a spin lock keeps the
-// allocation hooks' path to one atomic exchange when uncontended). Not recursive.
+// SpinLock: the leak checker's lock for its tables' shards and the stack table's arena, which
+// must not allocate (pthread mutexes do not either, but a spin lock keeps the allocation hooks'
+// path to one atomic exchange when uncontended). Held briefly: not fair (the report's lock, held
+// long, is: fair_lock.h). Not recursive.
 #ifndef STACKWALK_LEAKCHECK_SPIN_LOCK_H_
 #define STACKWALK_LEAKCHECK_SPIN_LOCK_H_
 

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/fair_lock.h"
 #include "leakcheck/live_bytes.h"
 #include "leakcheck/options.h"
 #include "leakcheck/stack_table.h"
@@ -73,12 +75,15 @@ ReportTotals WriteReport(State& state, const char* occasion);
 // place among the process's reports; `*namer` receives the frame namer if one was loaded (the
 // text renderer formats frames through it). With `scope` (a check in a running process,
 // checks.h), a scan runs whatever the options say and only the blocks no earlier check returned
-// are in the model. Call with ReportLock() held, under a ReentryGuard.
+// are in the model. With `dump`, it gets the report's raw record (leakcheck/dump/), encoded, made
+// before anything is named. Call with ReportLock() held, under a ReentryGuard.
 LeakReport BuildReport(State& state, const char* occasion, int number,
-                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope = nullptr);
+                       std::unique_ptr<FrameNamer>* namer, CheckScope* scope = nullptr,
+                       std::string* dump = nullptr);
 
-// The lock WriteReport holds; taken around fork() too, so a child never inherits it held.
-SpinLock& ReportLock();
+// The lock WriteReport and every check hold; taken around fork() too, so a child never inherits
+// it held. Fair (fair_lock.h): a fork or a check waits for the reports queued before it only.
+FairLock& ReportLock();
 // The reports the process wrote so far (its first starts the output file): under ReportLock().
 int& ReportCount();
 

@@ -3,14 +3,15 @@
 #   1. unwinding: every stackwalk method and the peers on the same stacks in one run (Google
 #      Benchmark; ns/frame, ns/capture and each row's ratio to every peer);
 #   2. the leak checker against heaptrack, valgrind and LeakSanitizer (scripts/bench_leakcheck.sh);
-#   3. symbolization against addr2line, eu-addr2line and llvm-symbolizer (scripts/bench_symbolize.sh).
-# Usage: scripts/bench.sh [unwind|leakcheck|symbolize] [Google Benchmark arguments for unwind, e.g.
+#   3. symbolization against addr2line, eu-addr2line and llvm-symbolizer (scripts/bench_symbolize.sh);
+#   4. dumping a live process's threads against eu-stack and gdb (scripts/bench_dump.sh).
+# Usage: scripts/bench.sh [unwind|leakcheck|symbolize|dump] [Google Benchmark arguments for unwind, e.g.
 # --benchmark_filter=/64]. ARM targets are left out: a capture under qemu-user is not a speed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 part=all
 case "${1:-}" in
-  unwind|leakcheck|symbolize) part="$1"; shift ;;
+  unwind|leakcheck|symbolize|dump) part="$1"; shift ;;
 esac
 "$root/scripts/setup.sh" bench
 
@@ -33,4 +34,8 @@ fi
 if [ "$part" = all ] || [ "$part" = symbolize ]; then
   echo; echo "=== symbolization"
   "$root/scripts/bench_symbolize.sh"
+fi
+if [ "$part" = all ] || [ "$part" = dump ]; then
+  echo; echo "=== dumping another process's threads"
+  "$root/scripts/bench_dump.sh"
 fi

@@ -15,10 +15,11 @@ packages=(
   llvm-14               # llvm-symbolizer-14: the oracle of stackwalk-symbolize's llvm-symbolizer style
   nlohmann-json3-dev    # JSON outside the capture and recording paths (reports, the symbolizer's output)
   python3-jsonschema    # tests check every JSON output against its schema in docs/
+  elfutils              # eu-stack: the oracle of stackwalk-dump's test (and its benchmark's peer)
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then
-  packages+=(heaptrack time bc elfutils libc6-dbg)
+  packages+=(heaptrack time bc libc6-dbg)
 fi
 
 missing=()

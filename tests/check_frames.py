@@ -5,7 +5,8 @@
 
 KIND says where the frames are: "array" (FormatFramesJson: one array of frames),
 "symbolize" (stackwalk-symbolize --json: one answer object per line, each with "frames"),
-"leaks" (the leak report: each of "leaks" has "frames"). Prints the number of frames checked
+"leaks" (the leak report: each of "leaks" has "frames"), "dump" (stackwalk-dump --json: each of
+"threads" has "frames"). Prints the number of frames checked
 and exits 0, or names the first frame that does not conform and exits 1. No frames at all is
 a failure: a check that saw nothing has checked nothing.
 """
@@ -22,6 +23,8 @@ def frames_of(kind, text):
         return [f for line in text.splitlines() if line for f in json.loads(line)["frames"]]
     if kind == "leaks":
         return [f for leak in json.loads(text)["leaks"] for f in leak["frames"]]
+    if kind == "dump":
+        return [f for thread in json.loads(text)["threads"] for f in thread["frames"]]
     raise SystemExit("unknown kind " + kind)
 
 

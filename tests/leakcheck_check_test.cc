@@ -80,7 +80,7 @@ class Hooked {
 __attribute__((noinline)) bool TryCheck(const CheckRequest& request, CheckOutcome* out) {
   CheckEntry entry;
   ReentryGuard own;
-  SpinLockHolder hold(ReportLock());
+  FairLockHolder hold(ReportLock());
   return RunCheck(GlobalState(), request, out);
 }
 

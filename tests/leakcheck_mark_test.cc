@@ -278,6 +278,44 @@ TEST(Mark, ASuppressedHeadSpreadsToItsNodesOnly) {
   EXPECT_EQ(dropped.ByName(out), (std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}));
 }
 
+// The leak edges a dump keeps are the pointers SpreadFrom follows: a dropped list's links, and
+// none from or to a reachable block.
+TEST(Mark, LeakEdgesAreTheLinksBetweenLeakedBlocks) {
+  Heap heap(std::vector<size_t>(6, 48));
+  Link(heap, 0, 4);                    // 0 -> 1 -> 2 -> 3, all dropped
+  heap.Store(4, 16, heap.Address(5));  // 4 is rooted and holds 5
+  heap.Store(3, 16, heap.Address(5));  // a leak pointing at a reachable block: no edge
+  heap.Store(2, 24, heap.Address(2));  // a block pointing at itself: no edge
+  std::vector<uintptr_t> words = {heap.Address(4)};
+  RootSet roots;
+  AddWords(&roots, words);
+  const std::vector<Allocation>& blocks = heap.Sorted();
+  std::vector<uint8_t> marks(blocks.size(), 0);
+  DirectReader reader;
+  ScratchArena scratch;
+  ASSERT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &scratch));
+  std::vector<Verdict> verdicts(blocks.size());
+  ASSERT_TRUE(SplitLeaks(blocks.data(), blocks.size(), marks.data(), nullptr, reader,
+                         verdicts.data(), &scratch));
+  std::vector<std::pair<size_t, size_t>> edges;
+  ASSERT_TRUE(LeakEdges(
+      blocks.data(), blocks.size(), verdicts.data(), reader,
+      [](size_t from, size_t to, void* context) {
+        static_cast<std::vector<std::pair<size_t, size_t>>*>(context)->push_back({from, to});
+      },
+      &edges, &scratch));
+  std::vector<std::pair<size_t, size_t>> by_name;
+  for (const auto& [from, to] : edges) {
+    for (size_t a = 0; a < 6; ++a) {
+      for (size_t b = 0; b < 6; ++b) {
+        if (heap.Position(a) == from && heap.Position(b) == to) by_name.push_back({a, b});
+      }
+    }
+  }
+  std::sort(by_name.begin(), by_name.end());
+  EXPECT_EQ(by_name, (std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 2}, {2, 3}}));
+}
+
 TEST(Mark, ACopiedRootOverAnUnmappedRangeFailsSoft) {
   // Three pages: the first and last hold pointers, the middle one is unmapped. Read through a
   // reader that refuses the hole (as SafeReader does), the other two pages still count, and

@@ -30,7 +30,7 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
   }
   // A good value for each key, set through the one setter.
   const std::pair<const char*, const char*> good[] = {
-      {"output", "/tmp/x"},  {"exitcode", "23"},     {"min_size", "16"},
+      {"output", "/tmp/x"},  {"dump", "/tmp/d.%p"},  {"program_report", "0"},  {"exitcode", "23"},     {"min_size", "16"},
       {"max_frames", "8"},   {"method", "ehframe"},  {"format", "json"},
       {"libraries", "a*,b"}, {"ignore_libraries", "c*"}, {"report_signal", "SIGUSR2"},
       {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"},
@@ -44,6 +44,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
     EXPECT_TRUE(SetOption(&o, key, std::strlen(key), value, std::strlen(value))) << key;
   }
   EXPECT_STREQ(o.output, "/tmp/x");
+  EXPECT_STREQ(o.dump, "/tmp/d.%p");
+  EXPECT_FALSE(o.program_report);
   EXPECT_EQ(o.exitcode, 23);
   EXPECT_EQ(o.min_size, 16u);
   EXPECT_EQ(o.max_frames, 8);

@@ -182,6 +182,14 @@ int main(int argc, char** argv) {
   }
   const int i = optind;
   if (i >= argc) return Usage("no program given");
+  // A program that names nothing writes its dump alone: without one there would be no report,
+  // and whether it leaked is known once the dump is named and suppressed, not in the program.
+  if (!checked.program_report && checked.dump[0] == '\0') {
+    return Usage("--program-report=0 needs --dump FILE (the report is rendered from it)");
+  }
+  if (!checked.program_report && checked.exitcode != 0) {
+    return Usage("--program-report=0 does not go with --exitcode (leaks are known once named)");
+  }
   // The suppressions files are read now, so a bad one stops the run with its file:line rather
   // than a report that could not apply it.
   if (checked.suppressions[0] != '\0') {

@@ -397,4 +397,19 @@ bool SpreadFrom(const Allocation* blocks, size_t n, const Verdict* verdicts, con
   return true;
 }
 
+bool LeakEdges(const Allocation* blocks, size_t n, const Verdict* verdicts, MemoryReader& reader,
+               void (*edge)(size_t from, size_t to, void* context), void* context,
+               ScratchArena* scratch) {
+  if (n == 0) return true;
+  Scanner scanner;
+  if (!scanner.Init(blocks, n, scratch)) return false;
+  for (size_t from = 0; from < n; ++from) {
+    if (!IsLeak(verdicts[from])) continue;
+    ScanBlock(scanner, reader, blocks[from], [&](size_t to) {
+      if (to != from && IsLeak(verdicts[to])) edge(from, to, context);
+    });
+  }
+  return true;
+}
+
 }  // namespace stackwalk::leakcheck

@@ -39,6 +39,14 @@ bool SplitLeaks(const Allocation* blocks, size_t n, const uint8_t* marks, const 
 bool SpreadFrom(const Allocation* blocks, size_t n, const Verdict* verdicts, const uint8_t* seeds,
                 MemoryReader& reader, uint8_t* out, ScratchArena* scratch);
 
+// Calls edge(from, to, context) for each pointer in a leaked block `from` into another leaked
+// block `to` (each pair once per pointer found; SpreadFrom follows exactly these): what a leak
+// dump keeps so that suppressing a leak elsewhere, later, takes the blocks it holds with it.
+// False if scratch memory ran out (no edge was given).
+bool LeakEdges(const Allocation* blocks, size_t n, const Verdict* verdicts, MemoryReader& reader,
+               void (*edge)(size_t from, size_t to, void* context), void* context,
+               ScratchArena* scratch);
+
 }  // namespace stackwalk::leakcheck
 
 #endif  // STACKWALK_LEAKCHECK_SCAN_MARK_H_

@@ -144,7 +144,7 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
         if (!DecodePointer(r, cie.fde_encoding, section.address_size, bases, &to)) {
           return CfiError::kBadEncoding;
         }
-        if (section.debug_frame) to += section.load_bias;
+        to += section.load_bias;
         if (to > pc) return CfiError::kOk;
         *loc = to;
         break;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ehframe/debug_frame_index.h"
 #include "ehframe/eh_frame_hdr.h"
 
 namespace stackwalk::internal {
@@ -37,16 +38,11 @@ class DebugFrameRegistry {
   int table_count() const { return count_.load(std::memory_order_acquire); }
 
  private:
-  struct IndexEntry {
-    uint64_t pc_begin;
-    uint64_t pc_end;
-    uint64_t fde;
-  };
   struct Table {
     EhFrameSection section;
     uint64_t object_start;
     AddressRange covered;
-    const IndexEntry* index;
+    const DebugFrameEntry* index;
     int count;
   };
 

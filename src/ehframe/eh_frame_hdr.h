@@ -18,9 +18,13 @@ struct EhFrameSection {
   int address_size = 8;
   bool in_vdso = false;  // the kernel's vDSO (whose sigreturn CFI is incomplete on AArch64)
   // A .debug_frame section (DWARF 5 §6.4.1 proper) rather than .eh_frame: CIE ids are all
-  // ones, CIE pointers are offsets from bounds.lo, and addresses are link-time ones that
-  // load_bias turns into runtime ones.
+  // ones, CIE pointers are offsets from bounds.lo.
   bool debug_frame = false;
+  // Added to every code address the tables give (FDE ranges, search-table entries,
+  // DW_CFA_set_loc), so that they are the walked process's: .debug_frame's link-time addresses
+  // become runtime ones; another process's .eh_frame read from a copy of its file here gives
+  // addresses relative to the copy, which this turns into the target's (the target's address of
+  // the tables minus the copy's). 0 for this process's loaded .eh_frame.
   uint64_t load_bias = 0;
 };
 

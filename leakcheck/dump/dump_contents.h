@@ -1,0 +1,120 @@
+// DumpContents: what one leak dump holds, as plain data (docs/dump-format.md): everything a
+// report needs except names, which are given later, elsewhere, from the modules' files. The
+// program fills it (dump_collect.h) and encodes it (dump_encode.h); stackwalk-report decodes it
+// (dump_decode.h) and makes a LeakReport of it (dump_report.h).
+#ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_CONTENTS_H_
+#define STACKWALK_LEAKCHECK_DUMP_DUMP_CONTENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leakcheck/dump/dump_format.h"
+
+namespace stackwalk::leakcheck::dump {
+
+struct DumpProcess {
+  int32_t pid = 0;
+  uint32_t number = 1;         // the process's reports so far, this one included
+  bool at_exit = false;
+  bool scanned = false;        // a reachability scan ran: verdicts are direct/indirect/reachable
+  uint16_t machine = 0;        // ELF e_machine of the program (EM_X86_64, EM_AARCH64, EM_ARM)
+  uint64_t unix_time_ns = 0;   // when the report was made
+  std::string program;
+  std::string occasion;        // "exit", "signal 12", "request"
+};
+
+struct DumpUnstopped {
+  int32_t tid = 0;
+  std::string why;
+};
+
+struct DumpSummary {
+  uint64_t peak_bytes = 0;
+  uint64_t live_allocations = 0;
+  uint32_t distinct_stacks = 0;
+  uint64_t table_bytes = 0;
+  uint64_t stack_bytes = 0;
+  std::string method = "none";  // "ptrace", "signal" or "none"
+  std::string fallback_reason;
+  uint64_t stopped_threads = 0;
+  uint64_t pause_ns = 0;
+  uint64_t check_ns = 0;
+  std::vector<DumpUnstopped> unstopped;
+};
+
+// The program's options that shape its report (stackwalk-report's defaults).
+struct DumpRendering {
+  bool json = false;
+  bool show_reachable = false;
+  std::string libraries;
+  std::string ignore_libraries;
+  std::string suppressions;  // comma-separated files, as the program was given them
+};
+
+struct AddressRange64 {
+  uint64_t lo = 0;
+  uint64_t hi = 0;  // one past the last byte
+};
+
+struct DumpModule {
+  std::string path;              // as the program saw it
+  std::vector<uint8_t> build_id;  // empty: none known
+  uint64_t load_bias = 0;        // runtime address = link-time address + load_bias
+  AddressRange64 extent;         // lowest to highest PT_LOAD byte
+  std::vector<AddressRange64> exec;  // executable segments
+  uint64_t closed_at = 0;        // unloaded (dlclose) at this allocation sequence number; 0: loaded
+};
+
+// One frame: module index and link-time address of the return address (the PC minus the module's
+// load bias), or kUnknownModule and the PC.
+struct DumpFrame {
+  uint32_t module = kUnknownModule;
+  uint64_t offset = 0;
+};
+
+struct DumpStack {
+  uint32_t id = 0;               // the stack table's id (blocks refer to it)
+  uint64_t earliest = UINT64_MAX;  // sequence number of its earliest live block
+  std::vector<DumpFrame> frames;   // the program's frames, innermost first
+};
+
+struct DumpBlock {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t sequence = 0;
+  uint32_t stack_id = 0;
+  int32_t thread = 0;   // ThreadRegistry serial
+  uint8_t verdict = 0;  // a Verdict (scan/verdict.h)
+};
+
+// A pointer in leaked block `from` to leaked block `to` (indices into blocks).
+struct DumpEdge {
+  uint32_t from = 0;
+  uint32_t to = 0;
+};
+
+struct DumpThread {
+  uint32_t serial = 0;
+  int32_t tid = 0;
+  uint64_t peak_bytes = 0;
+  std::string name;  // "" when unknown
+};
+
+struct DumpContents {
+  uint16_t major = kMajorVersion;  // of the dump read (the writer's own when writing)
+  uint16_t minor = kMinorVersion;
+  DumpProcess process;
+  DumpSummary summary;
+  DumpRendering rendering;
+  std::vector<DumpModule> modules;
+  std::vector<DumpStack> stacks;
+  std::vector<DumpBlock> blocks;   // by address
+  std::vector<DumpEdge> edges;
+  bool has_edges = false;          // the leak edges were recorded (else suppressions cannot spread)
+  std::vector<DumpThread> threads;
+};
+
+}  // namespace stackwalk::leakcheck::dump
+
+#endif  // STACKWALK_LEAKCHECK_DUMP_DUMP_CONTENTS_H_

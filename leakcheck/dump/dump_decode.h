@@ -1,0 +1,30 @@
+// DecodeDumps: the leak dumps in a file's bytes (docs/dump-format.md; a program that reported
+// several times appended one dump per report). Never reads outside the bytes it is given, never
+// trusts a count or a length before checking it against them: a truncated or corrupt dump gives
+// an error that says what and at which byte, and what could be read before it (the best partial
+// report). Unknown sections are skipped; a newer major version is refused.
+#ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_DECODE_H_
+#define STACKWALK_LEAKCHECK_DUMP_DUMP_DECODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leakcheck/dump/dump_contents.h"
+
+namespace stackwalk::leakcheck::dump {
+
+struct DecodedDumps {
+  // Each dump read, in file order; the last one may be partial when `error` is set.
+  std::vector<DumpContents> dumps;
+  // Empty when every byte was a well-formed dump; else the first problem, e.g. "truncated at
+  // byte 4711 (the dump at byte 0 says it has 5000 bytes)".
+  std::string error;
+};
+
+DecodedDumps DecodeDumps(const uint8_t* data, size_t size);
+
+}  // namespace stackwalk::leakcheck::dump
+
+#endif  // STACKWALK_LEAKCHECK_DUMP_DUMP_DECODE_H_

@@ -1,0 +1,40 @@
+// The leak dump's byte layout (docs/dump-format.md): the constants the writer (dump_encode.h) and
+// the reader (dump_decode.h) share. A dump is a header and sections, each with an id and a length,
+// so that a reader skips the sections it does not know (a later writer's additions) and a writer
+// may add sections without a new major version. Little-endian throughout.
+#ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_FORMAT_H_
+#define STACKWALK_LEAKCHECK_DUMP_DUMP_FORMAT_H_
+
+#include <cstdint>
+
+namespace stackwalk::leakcheck::dump {
+
+// "SWLKDUMP": the first 8 bytes of every dump.
+constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'D', 'U', 'M', 'P'};
+// A reader reads every dump of its major version (unknown sections skipped) and refuses a newer
+// major one; minor versions only add sections or append fields at the end of a section.
+constexpr uint16_t kMajorVersion = 1;
+constexpr uint16_t kMinorVersion = 0;
+// magic, major, minor, header bytes (u32), dump bytes (u64): what every version starts with.
+constexpr uint32_t kHeaderBytes = 8 + 2 + 2 + 4 + 8;
+// id (u32), flags (u32, 0 so far), payload bytes (u64).
+constexpr uint32_t kSectionHeaderBytes = 4 + 4 + 8;
+
+enum SectionId : uint32_t {
+  kEnd = 0,         // no payload: the dump's last section
+  kProcess = 1,     // who, when, why: pid, report number, occasion, program, time
+  kSummary = 2,     // the tables' figures and how the world was stopped
+  kRendering = 3,   // the program's rendering options (the defaults of stackwalk-report)
+  kModules = 4,     // the objects the stacks' PCs are in
+  kStacks = 5,      // allocation stacks as (module index, offset) PCs
+  kBlocks = 6,      // the live blocks with their verdicts
+  kLeakEdges = 7,   // pointers between leaked blocks (what suppressing a leak takes with it)
+  kThreads = 8,     // the threads that allocated live blocks
+};
+
+// A frame's module index when its PC is in no known object: the offset is then the PC itself.
+constexpr uint32_t kUnknownModule = 0xFFFFFFFFu;
+
+}  // namespace stackwalk::leakcheck::dump
+
+#endif  // STACKWALK_LEAKCHECK_DUMP_DUMP_FORMAT_H_

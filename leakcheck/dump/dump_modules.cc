@@ -1,0 +1,80 @@
+#include "leakcheck/dump/dump_modules.h"
+
+#include <unistd.h>
+
+#include "core/module_map.h"
+
+namespace stackwalk::leakcheck::dump {
+namespace {
+
+// The loader names the main executable "" (as the symbolizer does, its file).
+std::string ExecutablePath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "/proc/self/exe";
+}
+
+DumpModule FromLoaded(const internal::Module& m) {
+  DumpModule out;
+  out.path = m.path[0] != '\0' ? std::string(m.path) : ExecutablePath();
+  out.build_id.assign(m.build_id, m.build_id + m.build_id_size);
+  out.load_bias = m.load_bias;
+  out.extent = {m.extent.lo, m.extent.hi};
+  for (int i = 0; i < m.exec_count; ++i) out.exec.push_back({m.exec[i].lo, m.exec[i].hi});
+  return out;
+}
+
+}  // namespace
+
+ModuleIndexer::ModuleIndexer(const ClosedModules* closed) : closed_(closed) {
+  internal::ModuleMap::Global().RefreshIfChanged();
+}
+
+uint32_t ModuleIndexer::IndexOf(DumpModule module) {
+  auto key = std::make_pair(module.path, module.load_bias);
+  auto found = index_.find(key);
+  if (found != index_.end()) return found->second;
+  const uint32_t index = static_cast<uint32_t>(modules_.size());
+  modules_.push_back(std::move(module));
+  index_.emplace(std::move(key), index);
+  return index;
+}
+
+DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
+  DumpFrame frame;
+  frame.offset = pc;
+  LoadedObject object;
+  if (closed_ != nullptr && closed_->Find(pc, earliest, &object)) {
+    DumpModule m;
+    m.path = object.path;
+    m.load_bias = object.bias;
+    m.extent = {object.start, object.end};
+    m.closed_at = object.closed_at;
+    frame.module = IndexOf(std::move(m));
+    frame.offset = pc - object.bias;
+    return frame;
+  }
+  // Every frame is a return address: its object is the one holding the call, a byte back.
+  const uint64_t lookup = pc - 1;
+  internal::ModuleMap& map = internal::ModuleMap::Global();
+  bool found = false;
+  map.FindRefreshing(lookup, [&](const internal::Module& m) {
+    if (m.is_vdso) return false;  // no file to name it from
+    frame.module = IndexOf(FromLoaded(m));
+    frame.offset = pc - m.load_bias;
+    found = true;
+    return true;
+  });
+  internal::UnloadedModule unloaded;
+  if (!found && map.FindUnloaded(lookup, &unloaded)) {
+    DumpModule m;
+    m.path = unloaded.path;
+    m.load_bias = unloaded.load_bias;
+    m.extent = {unloaded.extent.lo, unloaded.extent.hi};
+    frame.module = IndexOf(std::move(m));
+    frame.offset = pc - unloaded.load_bias;
+  }
+  return frame;
+}
+
+}  // namespace stackwalk::leakcheck::dump

@@ -1,0 +1,41 @@
+// ModuleIndexer: a leak dump's module list, built as the stacks' PCs are resolved to (module
+// index, link-time address) frames (dump_contents.h): each object a PC is in is listed once, with
+// what naming on another machine needs (path, build-id, load bias, ranges). The object of a PC is
+// the one the report's name stage would name it in (report_name.h): an object unloaded after the
+// stack's earliest block was made, else the one loaded now, else the one last unloaded there.
+// Not signal-safe: reads the module map (refreshing it), allocates.
+#ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_MODULES_H_
+#define STACKWALK_LEAKCHECK_DUMP_DUMP_MODULES_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "leakcheck/closed_modules.h"
+#include "leakcheck/dump/dump_contents.h"
+
+namespace stackwalk::leakcheck::dump {
+
+class ModuleIndexer {
+ public:
+  // `closed` may be null (nothing was unloaded).
+  explicit ModuleIndexer(const ClosedModules* closed);
+
+  // The frame of return address `pc` of a stack whose earliest live block is `earliest`.
+  DumpFrame Resolve(uintptr_t pc, uint64_t earliest);
+
+  std::vector<DumpModule>& modules() { return modules_; }
+
+ private:
+  uint32_t IndexOf(DumpModule module);
+
+  const ClosedModules* closed_;
+  std::vector<DumpModule> modules_;
+  std::map<std::pair<std::string, uint64_t>, uint32_t> index_;  // (path, bias) -> index
+};
+
+}  // namespace stackwalk::leakcheck::dump
+
+#endif  // STACKWALK_LEAKCHECK_DUMP_DUMP_MODULES_H_

@@ -1,0 +1,126 @@
+#include "leakcheck/dump/dump_name.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <unistd.h>
+
+namespace stackwalk::leakcheck::dump {
+namespace {
+
+// The file's GNU build-id; false if it cannot be read as ELF or has none.
+bool ReadBuildId(const std::string& path, std::vector<uint8_t>* out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  elf_version(EV_CURRENT);
+  bool found = false;
+  if (Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {
+    const void* bits = nullptr;
+    const ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
+    if (n > 0) {
+      const auto* bytes = static_cast<const uint8_t*>(bits);
+      out->assign(bytes, bytes + n);
+      found = true;
+    }
+    elf_end(elf);
+  }
+  close(fd);
+  return found;
+}
+
+// Where an object's separate debug file is looked for: the system's, under the sysroot if given.
+std::string DebugRoot(const NamingPlaces& places) {
+  return places.sysroot + SymbolizerOptions().debug_root;
+}
+
+SymbolizerOptions OptionsFor(const NamingPlaces& places) {
+  SymbolizerOptions options;
+  options.debug_root = DebugRoot(places);
+  return options;
+}
+
+}  // namespace
+
+std::string HexBuildId(const std::vector<uint8_t>& id) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : id) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+DumpNamer::DumpNamer(const DumpContents& dump, NamingPlaces places)
+    : dump_(dump),
+      places_(std::move(places)),
+      symbolizer_(std::make_unique<Symbolizer>(OptionsFor(places_))),
+      decided_(dump.modules.size(), 0),
+      files_(dump.modules.size()) {}
+
+const std::string& DumpNamer::FileFor(uint32_t index) {
+  if (decided_[index]) return files_[index];
+  decided_[index] = 1;
+  const DumpModule& m = dump_.modules[index];
+  // The debug file of its build-id, where one was asked for; an explicit --debug-dir wins.
+  auto by_build_id = [&](const std::vector<std::string>& dirs) {
+    if (m.build_id.empty()) return false;
+    const std::string hex = HexBuildId(m.build_id);
+    const std::string tail = "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+    for (const std::string& dir : dirs) {
+      std::vector<uint8_t> debug_id;
+      if (ReadBuildId(dir + tail, &debug_id) && debug_id == m.build_id) {
+        files_[index] = dir + tail;
+        return true;
+      }
+    }
+    return false;
+  };
+  if (by_build_id(places_.debug_dirs)) return files_[index];
+  const std::string path = places_.sysroot + m.path;
+  std::vector<uint8_t> id;
+  const bool readable = ReadBuildId(path, &id) || access(path.c_str(), R_OK) == 0;
+  if (readable && (m.build_id.empty() || id == m.build_id)) {
+    files_[index] = path;
+    return files_[index];
+  }
+  if (by_build_id({DebugRoot(places_)})) return files_[index];
+  missing_.push_back(path + (readable ? " (another build: build-id " + HexBuildId(id) +
+                                            ", the dump's " + HexBuildId(m.build_id) + ")"
+                                      : " (no such file)"));
+  return files_[index];
+}
+
+std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack) {
+  std::vector<SymbolizedFrame> named;
+  for (int i = 0; i < static_cast<int>(stack.frames.size()); ++i) {
+    const DumpFrame& frame = stack.frames[i];
+    if (frame.module == kUnknownModule) {  // in no object: the PC alone, as the program gives it
+      SymbolizedFrame f;
+      f.pc = frame.offset;
+      f.module_offset = frame.offset;  // the PC less a bias of 0
+      f.index = i;
+      named.push_back(f);
+      continue;
+    }
+    const DumpModule& m = dump_.modules[frame.module];
+    const std::string& file = FileFor(frame.module);
+    std::vector<SymbolizedFrame> found;
+    if (!file.empty()) {
+      // A return address: looked up a byte back, inside the call, as the symbolizer does.
+      auto frames = symbolizer_->SymbolizeFile(file, frame.offset - 1);
+      if (frames.ok()) found = std::move(*frames);
+    }
+    if (found.empty()) found.emplace_back();  // the object and offset, unnamed
+    for (SymbolizedFrame& f : found) {
+      f.pc = m.load_bias + frame.offset;
+      f.index = i;
+      f.module = m.path;
+      f.module_offset = frame.offset;
+      named.push_back(std::move(f));
+    }
+  }
+  return named;
+}
+
+}  // namespace stackwalk::leakcheck::dump

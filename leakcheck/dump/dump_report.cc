@@ -1,0 +1,176 @@
+#include "leakcheck/dump/dump_report.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "leakcheck/allocation_table.h"
+#include "leakcheck/report_group.h"
+#include "leakcheck/report_render_json.h"
+#include "leakcheck/report_render_text.h"
+#include "leakcheck/report_suppress.h"
+#include "leakcheck/suppressions.h"
+
+namespace stackwalk::leakcheck::dump {
+namespace {
+
+// Stack ids and thread serials come from the dump: renumbered densely (in order, so that ties
+// sort as the program's do) before the stages index vectors by them.
+template <class T>
+std::map<T, uint32_t> DenseNumbers(std::vector<T> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::map<T, uint32_t> out;
+  for (uint32_t i = 0; i < values.size(); ++i) out.emplace(values[i], i);
+  return out;
+}
+
+void CopyHeader(const DumpContents& dump, LeakReport* report) {
+  const DumpProcess& p = dump.process;
+  report->occasion = p.occasion;
+  report->at_exit = p.at_exit;
+  report->number = static_cast<int>(p.number);
+  report->pid = p.pid;
+  report->program = p.program.empty() ? "?" : p.program;
+  const DumpSummary& from = dump.summary;
+  ReportSummary& s = report->summary;
+  s.peak_bytes = from.peak_bytes;
+  s.live_allocations = from.live_allocations;
+  s.distinct_stacks = from.distinct_stacks;
+  s.table_bytes = from.table_bytes;
+  s.stack_bytes = from.stack_bytes;
+  s.method = from.method;
+  s.fallback_reason = from.fallback_reason;
+  s.stopped_threads = from.stopped_threads;
+  s.pause_ns = from.pause_ns;
+  s.check_ns = from.check_ns;
+  for (const DumpUnstopped& u : from.unstopped) s.unstopped.push_back({u.tid, u.why});
+}
+
+// The suppress stage's spread over the dump's leak edges: what each seed holds, transitively.
+LeakSpread SpreadOverEdges(const DumpContents& dump) {
+  if (!dump.has_edges) return {};
+  auto next = std::make_shared<std::vector<std::vector<uint32_t>>>(dump.blocks.size());
+  for (const DumpEdge& e : dump.edges) (*next)[e.from].push_back(e.to);
+  return [next](const Allocation*, size_t n, const Verdict* verdicts, const uint8_t* seeds,
+                uint8_t* out) {
+    std::vector<size_t> work;
+    for (size_t i = 0; i < n; ++i) {
+      if (seeds[i] && IsLeak(verdicts[i])) {
+        out[i] = 1;
+        work.push_back(i);
+      }
+    }
+    while (!work.empty()) {
+      const size_t from = work.back();
+      work.pop_back();
+      if (from >= next->size()) continue;
+      for (uint32_t to : (*next)[from]) {
+        if (to >= n || out[to] || !IsLeak(verdicts[to])) continue;
+        out[to] = 1;
+        work.push_back(to);
+      }
+    }
+    return true;
+  };
+}
+
+}  // namespace
+
+LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request,
+                          DumpNamer* namer) {
+  const DumpRendering& r = dump.rendering;
+  LeakReport report;
+  CopyHeader(dump, &report);
+
+  std::vector<uint32_t> stack_ids, serials;
+  for (const DumpStack& s : dump.stacks) stack_ids.push_back(s.id);
+  for (const DumpBlock& b : dump.blocks) serials.push_back(static_cast<uint32_t>(b.thread));
+  const std::map<uint32_t, uint32_t> stack_index = DenseNumbers(stack_ids);
+  const std::map<uint32_t, uint32_t> thread_index = DenseNumbers(serials);
+
+  // The name stage: every stack, through the one namer.
+  std::vector<NamedStack> stacks(stack_index.size());
+  for (const DumpStack& s : dump.stacks) {
+    NamedStack& named = stacks[stack_index.at(s.id)];
+    if (named.earliest != UINT64_MAX) continue;  // a stack listed twice: its first
+    named.earliest = s.earliest;
+    for (const DumpFrame& f : s.frames) {
+      named.pcs.push_back(static_cast<uintptr_t>(
+          f.module == kUnknownModule ? f.offset : dump.modules[f.module].load_bias + f.offset));
+    }
+    named.frames = namer->Name(s);
+  }
+  if (!namer->missing().empty()) {
+    report.naming_error = "no file for " + std::to_string(namer->missing().size()) +
+                          " object(s): ";
+    for (size_t i = 0; i < namer->missing().size(); ++i) {
+      report.naming_error += (i ? "; " : "") + namer->missing()[i];
+    }
+  }
+
+  std::vector<Allocation> blocks;
+  std::vector<Verdict> verdicts;
+  blocks.reserve(dump.blocks.size());
+  for (const DumpBlock& b : dump.blocks) {
+    const auto stack = stack_index.find(b.stack_id);
+    blocks.push_back({static_cast<uintptr_t>(b.address), b.size, b.sequence,
+                      stack != stack_index.end() ? stack->second
+                                                 : static_cast<uint32_t>(stacks.size()),
+                      static_cast<int32_t>(thread_index.at(static_cast<uint32_t>(b.thread)))});
+    verdicts.push_back(static_cast<Verdict>(b.verdict));
+  }
+
+  Suppressions suppressions;
+  const std::string files = request.suppressions.value_or(r.suppressions);
+  if (const absl::Status status = suppressions.AddFiles(files); !status.ok()) {
+    report.suppressions_error = std::string(status.message());
+    suppressions = Suppressions();
+  }
+  suppressions.AddBuiltin();
+  SuppressLeaks(blocks.data(), blocks.size(), stacks, SpreadOverEdges(dump), &suppressions,
+                &verdicts, &report);
+  GroupBlocks(blocks.data(), blocks.size(), verdicts, stacks, report.at_exit, &report);
+  report.summary.scanned = dump.process.scanned;
+  const std::string libraries = request.libraries.value_or(r.libraries);
+  const std::string ignore_libraries = request.ignore_libraries.value_or(r.ignore_libraries);
+  FilterEntries(libraries.c_str(), ignore_libraries.c_str(),
+                request.show_reachable.value_or(r.show_reachable), &report);
+
+  // The label stage, from the dump's threads (by their serials in the program).
+  std::map<uint32_t, const DumpThread*> by_serial;
+  for (const DumpThread& t : dump.threads) by_serial.emplace(t.serial, &t);
+  std::vector<uint32_t> serial_of(thread_index.size());
+  for (const auto& [serial, index] : thread_index) serial_of[index] = serial;
+  auto label = [&](uint32_t index, std::string* name, int* tid) -> const DumpThread* {
+    if (index >= serial_of.size()) return nullptr;
+    const auto found = by_serial.find(serial_of[index]);
+    if (found == by_serial.end()) return nullptr;
+    *name = found->second->name.empty() ? "?" : found->second->name;
+    *tid = found->second->tid;
+    return found->second;
+  };
+  for (ThreadEntry& thread : report.threads) {
+    if (const DumpThread* t = label(thread.serial, &thread.name, &thread.tid)) {
+      thread.peak_bytes = t->peak_bytes;
+    }
+    if (thread.serial < serial_of.size()) thread.serial = serial_of[thread.serial];
+  }
+  for (ReportEntry& entry : report.entries) {
+    label(entry.thread, &entry.thread_name, &entry.tid);
+    if (entry.thread < serial_of.size()) entry.thread = serial_of[entry.thread];
+  }
+  return report;
+}
+
+std::string RenderDumpReport(const DumpContents& dump, const RenderRequest& request,
+                             const NamingPlaces& places) {
+  DumpNamer namer(dump, places);
+  const LeakReport report = ReportFromDump(dump, request, &namer);
+  if (request.json.value_or(dump.rendering.json)) return RenderJson(report);
+  return RenderText(report, [](const std::vector<SymbolizedFrame>& frames) {
+    return FormatFrames(frames);
+  });
+}
+
+}  // namespace stackwalk::leakcheck::dump

@@ -1,0 +1,255 @@
+// The leak dump as a unit: what EncodeDump writes DecodeDumps reads back; every truncation and
+// random corruption of a small dump gives an error (and what could be read), never a crash;
+// unknown sections are skipped, a newer major version refused; and the report made from a dump
+// suppresses a leak together with the blocks it alone holds (through the dump's leak edges).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "leakcheck/dump/dump_bytes.h"
+#include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_encode.h"
+#include "leakcheck/dump/dump_report.h"
+#include "leakcheck/scan/verdict.h"
+
+namespace stackwalk::leakcheck::dump {
+namespace {
+
+// Two objects (files that do not exist: frames stay unnamed, their module known), three stacks,
+// a leaked block holding another, a reachable one and a second direct leak.
+DumpContents Sample() {
+  DumpContents c;
+  c.process = {4242, 1, true, true, 62, 1700000000000000000u, "/usr/bin/app", "exit"};
+  c.summary.peak_bytes = 9000;
+  c.summary.live_allocations = 4;
+  c.summary.distinct_stacks = 12;
+  c.summary.table_bytes = 4096;
+  c.summary.stack_bytes = 8192;
+  c.summary.method = "ptrace";
+  c.summary.stopped_threads = 2;
+  c.summary.pause_ns = 1234;
+  c.summary.check_ns = 5678;
+  c.summary.unstopped = {{77, "signal blocked"}};
+  c.rendering.libraries = "";
+  DumpModule app;
+  app.path = "/nonexistent/app";
+  app.build_id = {0xde, 0xad, 0xbe, 0xef};
+  app.load_bias = 0x555500000000;
+  app.extent = {0x555500000000, 0x555500010000};
+  app.exec = {{0x555500001000, 0x555500008000}};
+  DumpModule plugin;
+  plugin.path = "/nonexistent/libplugin.so";
+  plugin.load_bias = 0x7f0000000000;
+  plugin.extent = {0x7f0000000000, 0x7f0000004000};
+  plugin.closed_at = 17;
+  c.modules = {app, plugin};
+  c.stacks = {{7, 1, {{1, 0x1234}, {0, 0x2000}}},
+              {9, 2, {{0, 0x2100}, {kUnknownModule, 0xdeadbeef}}},
+              {11, 3, {{0, 0x2200}}}};
+  const auto v = [](Verdict x) { return static_cast<uint8_t>(x); };
+  c.blocks = {{0x1000, 100, 1, 7, 1, v(Verdict::kDirect)},
+              {0x2000, 50, 2, 9, 1, v(Verdict::kIndirect)},
+              {0x3000, 4096, 3, 11, 2, v(Verdict::kReachable)},
+              {0x4000, 10, 4, 11, 2, v(Verdict::kDirect)}};
+  c.edges = {{0, 1}};
+  c.has_edges = true;
+  c.threads = {{1, 4242, 9000, "app"}, {2, 4243, 4096, "worker"}};
+  return c;
+}
+
+DecodedDumps Decode(const std::string& bytes) {
+  return DecodeDumps(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+// Renders whatever was decoded (both formats): must not crash, whatever the bytes were.
+void RenderAll(const DecodedDumps& decoded) {
+  for (const DumpContents& dump : decoded.dumps) {
+    RenderRequest text, json;
+    json.json = true;
+    RenderDumpReport(dump, text, {});
+    RenderDumpReport(dump, json, {});
+  }
+}
+
+TEST(LeakDump, WhatIsWrittenIsReadBack) {
+  const DumpContents c = Sample();
+  const DecodedDumps d = Decode(EncodeDump(c));
+  ASSERT_EQ(d.error, "");
+  ASSERT_EQ(d.dumps.size(), 1u);
+  const DumpContents& r = d.dumps[0];
+  EXPECT_EQ(r.process.pid, 4242);
+  EXPECT_EQ(r.process.program, "/usr/bin/app");
+  EXPECT_EQ(r.process.occasion, "exit");
+  EXPECT_TRUE(r.process.at_exit);
+  EXPECT_EQ(r.process.unix_time_ns, c.process.unix_time_ns);
+  EXPECT_EQ(r.summary.method, "ptrace");
+  EXPECT_EQ(r.summary.pause_ns, 1234u);
+  ASSERT_EQ(r.summary.unstopped.size(), 1u);
+  EXPECT_EQ(r.summary.unstopped[0].why, "signal blocked");
+  ASSERT_EQ(r.modules.size(), 2u);
+  EXPECT_EQ(r.modules[0].build_id, c.modules[0].build_id);
+  EXPECT_EQ(r.modules[0].exec.size(), 1u);
+  EXPECT_EQ(r.modules[1].closed_at, 17u);
+  ASSERT_EQ(r.stacks.size(), 3u);
+  EXPECT_EQ(r.stacks[1].frames[1].module, kUnknownModule);
+  EXPECT_EQ(r.stacks[1].frames[1].offset, 0xdeadbeefu);
+  ASSERT_EQ(r.blocks.size(), 4u);
+  EXPECT_EQ(r.blocks[1].verdict, static_cast<uint8_t>(Verdict::kIndirect));
+  EXPECT_EQ(r.blocks[3].size, 10u);
+  ASSERT_TRUE(r.has_edges);
+  ASSERT_EQ(r.edges.size(), 1u);
+  ASSERT_EQ(r.threads.size(), 2u);
+  EXPECT_EQ(r.threads[1].name, "worker");
+}
+
+TEST(LeakDump, AppendedDumpsAreEachRead) {
+  DumpContents second = Sample();
+  second.process.number = 2;
+  const DecodedDumps d = Decode(EncodeDump(Sample()) + EncodeDump(second));
+  ASSERT_EQ(d.error, "");
+  ASSERT_EQ(d.dumps.size(), 2u);
+  EXPECT_EQ(d.dumps[1].process.number, 2u);
+}
+
+TEST(LeakDump, EveryTruncationIsAnErrorThatNamesTheByte) {
+  const std::string bytes = EncodeDump(Sample());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    const DecodedDumps d = Decode(bytes.substr(0, n));
+    ASSERT_NE(d.error, "") << "cut at " << n;
+    if (n >= kHeaderBytes) {
+      EXPECT_NE(d.error.find("truncated at byte " + std::to_string(n)), std::string::npos)
+          << n << ": " << d.error;
+      EXPECT_EQ(d.dumps.size(), 1u) << n;  // the partial dump, to report what it has
+    }
+    RenderAll(d);
+  }
+  // Cut after the blocks: the partial report still has the leaks.
+  const DecodedDumps d = Decode(bytes.substr(0, bytes.size() - 30));
+  ASSERT_EQ(d.dumps.size(), 1u);
+  EXPECT_EQ(d.dumps[0].blocks.size(), 4u);
+}
+
+TEST(LeakDump, RandomCorruptionGivesAnErrorOrAReportNeverACrash) {
+  const std::string bytes = EncodeDump(Sample()) + EncodeDump(Sample());
+  std::mt19937 random(18);  // fixed: a failure is reproducible
+  int errors = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string corrupt = bytes;
+    const int flips = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < flips; ++i) {
+      corrupt[random() % corrupt.size()] = static_cast<char>(random());
+    }
+    const DecodedDumps d = Decode(corrupt);
+    errors += !d.error.empty();
+    RenderAll(d);
+  }
+  EXPECT_GT(errors, 0);
+}
+
+TEST(LeakDump, ANewerMajorVersionIsRefusedAndNotADumpSaysSo) {
+  std::string bytes = EncodeDump(Sample());
+  bytes[8] = 2;  // major version, little-endian
+  DecodedDumps d = Decode(bytes);
+  EXPECT_NE(d.error.find("version 2.0"), std::string::npos) << d.error;
+  EXPECT_NE(d.error.find("newer"), std::string::npos) << d.error;
+  EXPECT_TRUE(d.dumps.empty());
+  d = Decode("==stackwalk-leakcheck== leaks at exit (report 1)\n");
+  EXPECT_NE(d.error.find("not a leak dump"), std::string::npos) << d.error;
+}
+
+TEST(LeakDump, UnknownSectionsAreSkippedAndASectionPastTheEndIsNamed) {
+  const std::string bytes = EncodeDump(Sample());
+  // A section of a later writer (id 99, 5 bytes) before the end section.
+  ByteSink extra;
+  extra.U32(99);
+  extra.U32(0);
+  extra.U64(5);
+  extra.Bytes("hello", 5);
+  std::string longer = bytes.substr(0, bytes.size() - kSectionHeaderBytes) + extra.bytes() +
+                       bytes.substr(bytes.size() - kSectionHeaderBytes);
+  ByteSink total;
+  total.U64(longer.size());
+  longer.replace(16, 8, total.bytes());
+  DecodedDumps d = Decode(longer);
+  EXPECT_EQ(d.error, "");
+  ASSERT_EQ(d.dumps.size(), 1u);
+  EXPECT_EQ(d.dumps[0].blocks.size(), 4u);
+  // The first section (process, at byte 24) says it runs to byte 2^40.
+  std::string bad = bytes;
+  ByteSink huge;
+  huge.U64(uint64_t{1} << 40);
+  bad.replace(kHeaderBytes + 8, 8, huge.bytes());
+  d = Decode(bad);
+  EXPECT_NE(d.error.find("section 1 (process) at byte 24 runs past"), std::string::npos) << d.error;
+}
+
+TEST(LeakDump, ReferencesToNothingAreErrorsAndDropped) {
+  DumpContents c = Sample();
+  c.stacks[0].frames[0].module = 5;
+  c.edges.push_back({0, 99});
+  const DecodedDumps d = Decode(EncodeDump(c));
+  EXPECT_NE(d.error.find("names module 5 of 2"), std::string::npos) << d.error;
+  ASSERT_EQ(d.dumps.size(), 1u);
+  EXPECT_EQ(d.dumps[0].stacks[0].frames[0].module, kUnknownModule);
+  EXPECT_EQ(d.dumps[0].edges.size(), 1u);
+}
+
+std::string SuppressionsFile(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "dump_test.supp";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(LeakDumpReport, ASuppressedLeakTakesTheBlocksItHoldsWithIt) {
+  const DumpContents c = Sample();
+  DumpNamer namer(c, {});
+  RenderRequest request;
+  request.suppressions = SuppressionsFile("leak:libplugin.so\n");
+  LeakReport report = ReportFromDump(c, request, &namer);
+  // Block 0 (stack 7, in the plugin) is suppressed and block 1, which only it points to, too.
+  EXPECT_EQ(report.summary.suppressed_allocations, 2u);
+  EXPECT_EQ(report.summary.suppressed_bytes, 150u);
+  EXPECT_EQ(report.summary.direct_bytes, 10u);
+  EXPECT_EQ(report.summary.indirect_bytes, 0u);
+  EXPECT_EQ(report.summary.reachable_bytes, 4096u);
+  // Without the edges only the block whose own stack matches goes.
+  DumpContents no_edges = c;
+  no_edges.has_edges = false;
+  no_edges.edges.clear();
+  DumpNamer namer2(no_edges, {});
+  report = ReportFromDump(no_edges, request, &namer2);
+  EXPECT_EQ(report.summary.suppressed_bytes, 100u);
+  EXPECT_EQ(report.summary.indirect_bytes, 50u);
+}
+
+TEST(LeakDumpReport, FramesKeepTheProgramsPcsAndModulesWhenNoFileNamesThem) {
+  const DumpContents c = Sample();
+  DumpNamer namer(c, {});
+  RenderRequest request;
+  request.suppressions = "";
+  const LeakReport report = ReportFromDump(c, request, &namer);
+  EXPECT_NE(report.naming_error.find("/nonexistent/app (no such file)"), std::string::npos)
+      << report.naming_error;
+  ASSERT_EQ(report.entries.size(), 3u);  // 100 direct, 50 indirect, 10 direct
+  const ReportEntry& first = report.entries[0];
+  EXPECT_EQ(first.bytes, 100u);
+  ASSERT_EQ(first.frames.size(), 2u);
+  EXPECT_EQ(first.frames[0].pc, 0x7f0000001234u);
+  EXPECT_EQ(first.frames[0].module, "/nonexistent/libplugin.so");
+  EXPECT_EQ(first.frames[0].module_offset, 0x1234u);
+  EXPECT_EQ(first.thread_name, "app");
+  EXPECT_EQ(first.tid, 4242);
+  const ReportEntry& indirect = report.entries[1];
+  EXPECT_EQ(indirect.verdict, Verdict::kIndirect);
+  ASSERT_EQ(indirect.frames.size(), 2u);
+  EXPECT_EQ(indirect.frames[1].pc, 0xdeadbeefu);
+  EXPECT_EQ(indirect.frames[1].module, "");
+}
+
+}  // namespace
+}  // namespace stackwalk::leakcheck::dump

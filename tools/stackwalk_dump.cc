@@ -1,0 +1,299 @@
+// stackwalk-dump: every thread of a running process, unwound from outside it by stackwalk's own
+// unwinders (CFI from the objects' files, the frame-pointer step where no table covers a PC) and
+// named by the symbolizer (function, file:line:column, inline frames).
+//
+//   stackwalk-dump [--json] [--no-names] [--max-frames N] PID
+//
+// The process's maps and object files are read first, while it runs; then each thread in turn is
+// stopped (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal reaches the program), its registers and
+// stack are read and walked, and it is resumed at once: a thread is stopped only for its own walk,
+// and the output says for how long. Frames are named after every thread has run on again.
+//
+// Output, per thread, with frames numbered as stackwalk-symbolize and the crash handler number
+// them:
+//
+//   Thread 4242 (worker):  stopped 38 us, 5 frames, end of stack
+//   #0 0x00007f... in __libc_read at ../sysdeps/unix/sysv/linux/read.c:26:10 (/lib/x86_64-linux-gnu/libc.so.6+0x10e98d)
+//
+// --json writes one object: {"pid", "name", "threads": [{"tid", "name", "stopped_us", "end",
+// "error", "frame_trust", "frames": [...]}], "stopped_us_total", "stopped_us_max"}, each frame as
+// docs/schema/frame.schema.json defines it; frame_trust[i] says how trace frame i was found:
+// "context" (the registers), "cfi" (a CFI step) or "fp" (the frame record: no table covered the
+// frame below).
+//
+// Exit status: 0 when every thread was read (a thread that exited meanwhile is reported, not an
+// error), 1 when the process cannot be read or traced (the reason on stderr: no such process,
+// ptrace refused and why), 2 for a usage error.
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "format/frame_json.h"
+#include "remote/remote_memory.h"
+#include "remote/remote_walk.h"
+#include "remote/target_modules.h"
+#include "remote/thread_stop.h"
+#include "stackwalk/symbolizer.h"
+
+namespace {
+
+using stackwalk::SymbolizedFrame;
+using stackwalk::Symbolizer;
+using namespace stackwalk::internal;
+
+struct Options {
+  bool json = false;
+  bool names = true;
+  int max_frames = 256;
+  pid_t pid = 0;
+};
+
+constexpr int kMaxFramesLimit = 65536;
+
+void Usage(FILE* to) {
+  std::fprintf(to,
+               "usage: stackwalk-dump [--json] [--no-names] [--max-frames N] PID\n"
+               "  every thread of process PID: its tid and name, how long it was stopped, its\n"
+               "  frames unwound from outside (CFI, frame pointers) and named (file:line, inlines)\n");
+}
+
+bool ParseNumber(const char* text, long lo, long hi, long* out) {
+  char* end;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// 0 on success, else the exit status.
+int ParseArgs(int argc, char** argv, Options* o) {
+  bool have_pid = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    long v;
+    if (arg == "--json") {
+      o->json = true;
+    } else if (arg == "--no-names") {
+      o->names = false;
+    } else if (arg == "--max-frames" && i + 1 < argc) {
+      if (!ParseNumber(argv[++i], 1, kMaxFramesLimit, &v)) {
+        std::fprintf(stderr, "stackwalk-dump: --max-frames takes 1..%d\n", kMaxFramesLimit);
+        return 2;
+      }
+      o->max_frames = static_cast<int>(v);
+    } else if (arg == "--help" || arg == "-h") {
+      Usage(stdout);
+      std::exit(0);
+    } else if (!have_pid && ParseNumber(argv[i], 1, 0x7fffffff, &v)) {
+      o->pid = static_cast<pid_t>(v);
+      have_pid = true;
+    } else {
+      std::fprintf(stderr, "stackwalk-dump: unexpected argument '%s'\n", argv[i]);
+      Usage(stderr);
+      return 2;
+    }
+  }
+  if (!have_pid) {
+    Usage(stderr);
+    return 2;
+  }
+  return 0;
+}
+
+struct ThreadDump {
+  TargetThread thread;
+  std::string error;        // why it could not be read, if it could not
+  bool exited = false;      // it exited between the listing and its stop: not a failure
+  int64_t stopped_us = 0;   // from the stop request to the resume
+  TargetWalk walk;
+  std::vector<SymbolizedFrame> frames;
+};
+
+// Names one walk: each frame through its object's file (SymbolizeFile at the link-time address,
+// pc - 1 for a return address), or bare where no file is known.
+std::vector<SymbolizedFrame> NameFrames(const TargetWalk& walk, const TargetModules& modules,
+                                        Symbolizer* symbolizer) {
+  std::vector<SymbolizedFrame> out;
+  for (size_t i = 0; i < walk.frames.size(); ++i) {
+    const TargetFrame& f = walk.frames[i];
+    const TargetModule* m = modules.Find(f.pc);
+    SymbolizedFrame bare;
+    bare.pc = f.pc;
+    bare.index = static_cast<int>(i);
+    if (m != nullptr) {
+      bare.module = m->path;
+      bare.module_offset = f.pc - m->load_bias;
+    }
+    if (symbolizer != nullptr && m != nullptr && !m->file.empty() && m->error.empty()) {
+      const uint64_t lookup = bare.module_offset - (f.exact ? 0 : 1);
+      auto named = symbolizer->SymbolizeFile(m->file, lookup);
+      if (named.ok() && !named->empty()) {
+        for (SymbolizedFrame& frame : *named) {
+          frame.pc = bare.pc;
+          frame.index = bare.index;
+          frame.module = bare.module;
+          frame.module_offset = bare.module_offset;
+          out.push_back(std::move(frame));
+        }
+        continue;
+      }
+    }
+    out.push_back(std::move(bare));
+  }
+  return out;
+}
+
+void PrintText(const Options& o, const std::string& name, const std::vector<ThreadDump>& dumps,
+               int64_t total_us, int64_t max_us) {
+  std::printf("Process %d (%s): %zu threads, each stopped only for its own walk: %lld us in all, "
+              "%lld us at most\n",
+              static_cast<int>(o.pid), name.c_str(), dumps.size(),
+              static_cast<long long>(total_us), static_cast<long long>(max_us));
+  for (const ThreadDump& d : dumps) {
+    std::printf("\nThread %d (%s):", static_cast<int>(d.thread.tid), d.thread.name.c_str());
+    if (!d.error.empty()) {
+      std::printf("  not read: %s\n", d.error.c_str());
+      continue;
+    }
+    std::printf("  stopped %lld us, %zu frames, %s\n", static_cast<long long>(d.stopped_us),
+                d.walk.frames.size(), EndName(d.walk.end));
+    std::fputs(stackwalk::FormatFrames(d.frames).c_str(), stdout);
+  }
+}
+
+void PrintJson(const Options& o, const std::string& name, const std::vector<ThreadDump>& dumps,
+               int64_t total_us, int64_t max_us) {
+  nlohmann::ordered_json out;
+  out["pid"] = o.pid;
+  out["name"] = name;
+  out["threads"] = nlohmann::ordered_json::array();
+  for (const ThreadDump& d : dumps) {
+    nlohmann::ordered_json t;
+    t["tid"] = d.thread.tid;
+    t["name"] = d.thread.name;
+    t["stopped_us"] = d.stopped_us;
+    t["end"] = d.error.empty() ? EndName(d.walk.end) : "";
+    t["error"] = d.error;
+    // How each trace frame was found (by index; inline frames share their index's).
+    t["frame_trust"] = nlohmann::ordered_json::array();
+    for (const TargetFrame& f : d.walk.frames) t["frame_trust"].push_back(TrustName(f.trust));
+    t["frames"] = nlohmann::ordered_json::array();
+    for (const SymbolizedFrame& f : d.frames) t["frames"].push_back(FrameJson(f));
+    out["threads"].push_back(std::move(t));
+  }
+  out["stopped_us_total"] = total_us;
+  out["stopped_us_max"] = max_us;
+  std::printf("%s\n", DumpJson(out).c_str());
+}
+
+int Run(const Options& o) {
+  if (o.pid == getpid()) {
+    std::fprintf(stderr, "stackwalk-dump: process %d is stackwalk-dump itself: a process cannot "
+                         "trace its own threads (capture in-process with stackwalk_backtrace)\n",
+                 static_cast<int>(o.pid));
+    return 1;
+  }
+  // Everything that reads files or allocates much happens before any thread stops.
+  auto modules_or = TargetModules::Read(o.pid);
+  if (!modules_or.ok()) {
+    std::string why(modules_or.status().message());
+    // Reading another process's maps takes the same permission as tracing it.
+    if (absl::IsPermissionDenied(modules_or.status())) {
+      why = absl::StrCat(ExplainPtraceRefusal(o.pid), " (", why, ")");
+    }
+    std::fprintf(stderr, "stackwalk-dump: %s\n", why.c_str());
+    return 1;
+  }
+  TargetModules& modules = **modules_or;
+  RemoteMemory memory(o.pid, modules.readable());
+  modules.set_memory(&memory);
+  modules.LoadVdso(memory);  // its tables are in the target's memory only
+  std::vector<TargetThread> threads;
+  if (absl::Status s = ListThreads(o.pid, &threads); !s.ok()) {
+    std::fprintf(stderr, "stackwalk-dump: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::vector<ThreadDump> dumps;
+  dumps.reserve(threads.size());
+  int refused = 0;
+  std::string refusal;
+  for (const TargetThread& thread : threads) {
+    ThreadDump d;
+    d.thread = thread;
+    const auto begin = std::chrono::steady_clock::now();
+    {
+      ThreadStop stop(o.pid, thread.tid);
+      if (stop.status().ok()) {
+        NativeRegs regs;
+        absl::Status s = stop.ReadRegisters(&regs);
+        if (s.ok()) {
+          memory.Invalidate();  // the target ran since the last thread's reads
+          d.walk = WalkTarget(regs, memory, modules, o.max_frames);
+        } else {
+          d.error = std::string(s.message());
+        }
+      } else {
+        d.error = std::string(stop.status().message());
+        d.exited = absl::IsNotFound(stop.status());
+        if (absl::IsPermissionDenied(stop.status())) {
+          ++refused;
+          refusal = d.error;
+        }
+      }
+    }  // resumed here
+    d.stopped_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - begin).count();
+    if (!d.error.empty()) d.stopped_us = 0;
+    dumps.push_back(std::move(d));
+  }
+  if (refused > 0 && refused == static_cast<int>(dumps.size())) {
+    std::fprintf(stderr, "stackwalk-dump: %s\n", refusal.c_str());
+    return 1;
+  }
+  int64_t total_us = 0, max_us = 0;
+  for (const ThreadDump& d : dumps) {
+    total_us += d.stopped_us;
+    max_us = std::max(max_us, d.stopped_us);
+  }
+  std::unique_ptr<Symbolizer> symbolizer;
+  if (o.names) symbolizer = std::make_unique<Symbolizer>();
+  for (ThreadDump& d : dumps) d.frames = NameFrames(d.walk, modules, symbolizer.get());
+  const std::string name = ProcessName(o.pid);
+  if (o.json) {
+    PrintJson(o, name, dumps, total_us, max_us);
+  } else {
+    PrintText(o, name, dumps, total_us, max_us);
+  }
+  int failed = 0;
+  for (const ThreadDump& d : dumps) {
+    if (!d.error.empty() && !d.exited) ++failed;
+  }
+  if (failed > 0) {
+    std::fprintf(stderr, "stackwalk-dump: %d of %zu threads could not be read\n", failed,
+                 dumps.size());
+  }
+  if (std::fflush(stdout) != 0) return 1;
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int status = ParseArgs(argc, argv, &o); status != 0) return status;
+  return Run(o);
+}

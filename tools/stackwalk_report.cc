@@ -1,0 +1,139 @@
+// stackwalk-report: names and renders the leak dumps a program left (stackwalk-leakcheck
+// --dump FILE; docs/dump-format.md), as the program's own report would have been: later, or on
+// another machine that has the objects' files or their debug files.
+//
+//   stackwalk-report [OPTION]... DUMP
+//
+// Each dump in DUMP (a program that reported several times appended one per report) is
+// rendered in turn. Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
+// a dump is truncated or corrupt (the error names the byte, and what could be read is still
+// rendered); 2 for a bad command line.
+#include <fcntl.h>
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_report.h"
+
+#ifndef STACKWALK_VERSION
+#define STACKWALK_VERSION "unknown"
+#endif
+
+namespace {
+
+using stackwalk::leakcheck::dump::DecodedDumps;
+using stackwalk::leakcheck::dump::NamingPlaces;
+using stackwalk::leakcheck::dump::RenderRequest;
+
+constexpr char kHelp[] =
+    "usage: stackwalk-report [OPTION]... DUMP\n"
+    "Names and renders the leak reports of DUMP (written by stackwalk-leakcheck --dump).\n\n"
+    "  --format=F          text or json (default: the program's format)\n"
+    "  -o, --output=FILE   write the report to FILE instead of standard output\n"
+    "  --suppressions=FILE leaks to leave out (LeakSanitizer's format); repeatable; replaces\n"
+    "                      the files the program was given\n"
+    "  --show-reachable    list the blocks still reachable too\n"
+    "  --debug-dir=DIR     look for debug files by build-id under DIR/.build-id (repeatable;\n"
+    "                      /usr/lib/debug is searched last)\n"
+    "  --sysroot=DIR       read each object's file under DIR (the program's paths prefixed)\n"
+    "  -h, --help          this help\n"
+    "  -V, --version       the version\n";
+
+bool ReadWhole(const char* path, std::string* out, std::string* error) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+int Usage(const char* why) {
+  std::fprintf(stderr, "stackwalk-report: %s\n%s", why, kHelp);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  enum { kFormat = 256, kSuppressions, kShowReachable, kDebugDir, kSysroot };
+  static const option kLong[] = {
+      {"format", required_argument, nullptr, kFormat},
+      {"output", required_argument, nullptr, 'o'},
+      {"suppressions", required_argument, nullptr, kSuppressions},
+      {"show-reachable", no_argument, nullptr, kShowReachable},
+      {"debug-dir", required_argument, nullptr, kDebugDir},
+      {"sysroot", required_argument, nullptr, kSysroot},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},
+      {nullptr, 0, nullptr, 0},
+  };
+  RenderRequest request;
+  NamingPlaces places;
+  std::string output;
+  for (int c; (c = getopt_long(argc, argv, "o:hV", kLong, nullptr)) != -1;) {
+    switch (c) {
+      case kFormat:
+        if (std::strcmp(optarg, "text") != 0 && std::strcmp(optarg, "json") != 0) {
+          return Usage("--format takes text or json");
+        }
+        request.json = std::strcmp(optarg, "json") == 0;
+        break;
+      case 'o': output = optarg; break;
+      case kSuppressions:
+        request.suppressions =
+            request.suppressions ? *request.suppressions + "," + optarg : std::string(optarg);
+        break;
+      case kShowReachable: request.show_reachable = true; break;
+      case kDebugDir: places.debug_dirs.push_back(optarg); break;
+      case kSysroot: places.sysroot = optarg; break;
+      case 'h': std::fputs(kHelp, stdout); return 0;
+      case 'V': std::printf("stackwalk-report %s\n", STACKWALK_VERSION); return 0;
+      default: return Usage("bad command line");
+    }
+  }
+  if (optind + 1 != argc) return Usage(optind == argc ? "no DUMP given" : "one DUMP only");
+  while (places.sysroot.size() > 1 && places.sysroot.back() == '/') places.sysroot.pop_back();
+  const char* path = argv[optind];
+  std::string bytes, why;
+  if (!ReadWhole(path, &bytes, &why)) {
+    std::fprintf(stderr, "stackwalk-report: cannot read %s: %s\n", path, why.c_str());
+    return 1;
+  }
+  const DecodedDumps decoded = stackwalk::leakcheck::dump::DecodeDumps(
+      reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  std::string text;
+  for (const auto& dump : decoded.dumps) {
+    text += stackwalk::leakcheck::dump::RenderDumpReport(dump, request, places);
+  }
+  FILE* out = stdout;
+  if (!output.empty() && (out = std::fopen(output.c_str(), "w")) == nullptr) {
+    std::fprintf(stderr, "stackwalk-report: cannot write %s: %s\n", output.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::fwrite(text.data(), 1, text.size(), out);
+  if (out != stdout) std::fclose(out);
+  if (!decoded.error.empty()) {
+    std::fprintf(stderr, "stackwalk-report: %s: %s%s\n", path, decoded.error.c_str(),
+                 decoded.dumps.empty() ? "" : " (what could be read is reported)");
+    return 1;
+  }
+  return 0;
+}
