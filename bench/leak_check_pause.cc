@@ -6,9 +6,9 @@
 // have something to report). Prints one line per check and the median:
 //   check 3: 412.1 ms (pause 55.0 ms), 100 leaked
 // Two builds of this file:
-// - with stackwalk's in-process checker (stackwalk::leakcheck::Start with the scan on, report to
-//   /dev/null): a check is the request API, Report(); with the check API (CheckLeaks), when the
-//   headers have it, the summary's pause and whole-check times as well;
+// - with stackwalk's in-process checker (stackwalk::leakcheck::Start, report to /dev/null): a
+//   check is CheckLeaks() (frames not named), its pause the summary's (how long the other
+//   threads were stopped);
 // - with -fsanitize=leak and -DLEAK_CHECK_PAUSE_LSAN: a check is LeakSanitizer's
 //   __lsan_do_recoverable_leak_check() (its leak reports go to stderr).
 // bench/leak_check_pause.sh builds and runs both side by side.
@@ -83,28 +83,25 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// One check; its whole time, the pause where the check API gives it (else -1), and the leaked
-// blocks it found (LeakSanitizer: 1 if it found leaks).
+// One check; its whole time, stackwalk's pause (LeakSanitizer: -1), and the leaked blocks it
+// found (stackwalk: the ones no earlier check returned; LeakSanitizer: 1 if it found leaks).
 double Check(double* pause_ms, uint64_t* found) {
   *pause_ms = -1;
   auto start = std::chrono::steady_clock::now();
 #ifdef LEAK_CHECK_PAUSE_LSAN
   *found = static_cast<uint64_t>(__lsan_do_recoverable_leak_check());
-#elif defined(LEAK_CHECK_PAUSE_HAVE_CHECK_LEAKS)
+#else
   auto check = stackwalk::leakcheck::CheckLeaks();
   if (!check.ok()) {
     std::fprintf(stderr, "CheckLeaks: %s\n", check.status().ToString().c_str());
     std::exit(1);
   }
-  *pause_ms = static_cast<double>(check->summary.pause_ns) / 1e6;
-  *found = check->summary.direct_allocations + check->summary.indirect_allocations;
-#else
-  auto totals = stackwalk::leakcheck::Report();
-  if (!totals.ok()) {
-    std::fprintf(stderr, "Report: %s\n", totals.status().ToString().c_str());
+  if (check->summary.method == 0) {
+    std::fprintf(stderr, "CheckLeaks: the world was not stopped\n");
     std::exit(1);
   }
-  *found = totals->allocations;
+  *pause_ms = static_cast<double>(check->summary.pause_ns) / 1e6;
+  *found = check->summary.direct_allocations + check->summary.indirect_allocations;
 #endif
   return Ms(std::chrono::steady_clock::now() - start);
 }
@@ -122,7 +119,6 @@ int main(int argc, char** argv) {
   stackwalk::leakcheck::LeakCheckOptions options;
   options.output = "/dev/null";
   options.report_at_exit = false;
-  options.unreachable_only = true;  // the scan: what a check is
   if (absl::Status s = stackwalk::leakcheck::Start(options); !s.ok()) {
     std::fprintf(stderr, "Start: %s\n", s.ToString().c_str());
     return 1;

@@ -117,6 +117,12 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
   summary.check = number;
   summary.reachable_bytes = report.summary.reachable_bytes;
   summary.reachable_allocations = report.summary.reachable_allocations;
+  // How the check stopped the world (the report's "stop"), for callers timing the pause.
+  summary.pause_ns = report.summary.pause_ns;
+  summary.method = report.summary.method == "ptrace"   ? 1
+                   : report.summary.method == "signal" ? 2
+                                                       : 0;
+  summary.unstopped = static_cast<int>(report.summary.unstopped.size());
   out->records.clear();
   // The (stack, verdict) of each record returned: their blocks are flagged.
   std::vector<std::pair<uint32_t, Verdict>> returned;

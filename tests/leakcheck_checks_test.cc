@@ -85,6 +85,13 @@ void ExpectApi(const std::string& out) {
   EXPECT_EQ(on_thread.find(" tid=0 "), std::string::npos) << on_thread;
   EXPECT_NE(on_thread.find(" first=" + std::to_string(std::stoi(first_check) + 1) + " "),
             std::string::npos) << on_thread;
+  // Each check stopped the world (ptrace or a signal, every thread) and timed its pause: the
+  // summary carries the report's stop.
+  for (const char* what : {"first", "second"}) {
+    EXPECT_TRUE(std::regex_search(out, std::regex(std::string(what) +
+                                                  " stop method=[12] unstopped=0 paused=1\n")))
+        << what;
+  }
   // IgnoreObject: the block's start only (InvalidArgument = 3 otherwise).
   EXPECT_NE(out.find("ignore interior 3\nignore stack 3\nignore block 0\n"), std::string::npos);
   EXPECT_NE(out.find("listener calls 2 records "), std::string::npos);

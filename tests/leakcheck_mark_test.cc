@@ -18,6 +18,8 @@
 #include "gtest/gtest.h"
 #include "leakcheck/scan/mark.h"
 #include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/scan/safe_reader.h"
+#include "leakcheck/scan/sort_by_address.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -366,6 +368,120 @@ TEST(Mark, BlocksFarApartAndLargerThanARead) {
   EXPECT_EQ(cut[2500], 0);
 }
 
+// Reads every block through copies (never in place), refusing one range: the batched reads
+// (ReadBatch) of the scan's blocks, with a failure in the middle of a batch.
+class CopyingReader final : public MemoryReader {
+ public:
+  CopyingReader(uintptr_t refused_lo, uintptr_t refused_hi) : lo_(refused_lo), hi_(refused_hi) {}
+  bool Read(uintptr_t address, void* out, size_t size) override {
+    if (address < hi_ && address + size > lo_) {
+      ++refused;
+      return false;
+    }
+    std::memcpy(out, reinterpret_cast<const void*>(address), size);
+    return true;
+  }
+  size_t ReadBatch(const ReadSpan* spans, size_t count) override {
+    ++batches;
+    largest_batch = std::max(largest_batch, count);
+    return MemoryReader::ReadBatch(spans, count);
+  }
+  size_t refused = 0, batches = 0, largest_batch = 0;
+
+ private:
+  uintptr_t lo_, hi_;
+};
+
+// A table block holding 3,000 blocks of 16..320 bytes, each holding a child of its own: many
+// blocks on the work list at once, so they are read in batches.
+struct TableHeap {
+  static constexpr size_t kKids = 3000;
+  Heap heap;
+  static std::vector<size_t> Sizes() {
+    std::vector<size_t> sizes(1, kKids * kWord);
+    for (size_t i = 0; i < 2 * kKids; ++i) sizes.push_back(16 + 16 * (i % 20));
+    return sizes;
+  }
+  TableHeap() : heap(Sizes()) {
+    for (size_t k = 0; k < kKids; ++k) {
+      heap.Store(0, k * kWord, heap.Address(1 + k));
+      heap.Store(1 + k, 8, heap.Address(1 + kKids + k));  // its child
+    }
+  }
+};
+
+TEST(Mark, BatchedReadsGoOnPastABlockThatCannotBeRead) {
+  TableHeap t;
+  std::vector<uintptr_t> words = {t.heap.Address(0)};
+  RootSet roots;
+  AddWords(&roots, words);
+  const size_t refused = 1 + 1234;  // a first-level block: reached, but its child is not
+  CopyingReader reader(t.heap.Address(refused), t.heap.Address(refused) + 1);
+  const std::vector<Allocation>& blocks = t.heap.Sorted();
+  std::vector<uint8_t> marks(blocks.size(), 0);
+  ScratchArena scratch;
+  ASSERT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &scratch));
+  std::vector<uint8_t> expected(blocks.size(), 1);
+  expected[refused + TableHeap::kKids] = 0;
+  EXPECT_EQ(t.heap.ByName(marks), expected);
+  EXPECT_GT(reader.refused, 0u);
+  EXPECT_GT(reader.largest_batch, 100u);  // batched, not one read a block
+  EXPECT_LT(reader.batches, 2 * TableHeap::kKids / 100);
+}
+
+TEST(Mark, ASafeReaderMarksAsTheDirectReaderDoes) {
+  // In place (the maps snapshot of a stopped world) and through batched copies (no snapshot:
+  // process_vm_readv where it works, else page-checked reads): the same marks.
+  TableHeap t;
+  t.heap.Store(1 + 77, 8, 0);  // one child dropped
+  std::vector<uintptr_t> words = {t.heap.Address(0)};
+  RootSet roots;
+  AddWords(&roots, words);
+  const std::vector<uint8_t> direct = Mark(t.heap, roots);
+  EXPECT_EQ(std::count(direct.begin(), direct.end(), 0), 1);
+  MapsSnapshot maps;
+  ASSERT_TRUE(maps.Read());
+  const MapsSnapshot* const snapshots[] = {&maps, nullptr};
+  for (const MapsSnapshot* snapshot : snapshots) {
+    SafeReader reader(snapshot);
+    EXPECT_EQ(reader.InPlace(t.heap.Address(5), 32), snapshot != nullptr);
+    const std::vector<Allocation>& blocks = t.heap.Sorted();
+    std::vector<uint8_t> marks(blocks.size(), 0);
+    ScratchArena scratch;
+    ASSERT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &scratch));
+    EXPECT_EQ(t.heap.ByName(marks), direct) << (snapshot != nullptr);
+  }
+}
+
+TEST(SafeReader, ABatchStopsAtTheFirstSpanItCannotRead) {
+  // Three pages, the middle one unmapped; spans in the first, across the hole, in the last.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto* base = static_cast<uint8_t*>(
+      mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(base, MAP_FAILED);
+  memset(base, 0x5a, 3 * page);
+  ASSERT_EQ(munmap(base + page, page), 0);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  uint8_t out[4][64];
+  memset(out, 0, sizeof out);
+  ReadSpan spans[4] = {{lo + 8, 64, out[0]},
+                       {lo + 128, 32, out[1]},
+                       {lo + page - 16, 64, out[2]},  // runs into the hole
+                       {lo + 2 * page, 64, out[3]}};
+  for (SafeReader::Method method : {SafeReader::Method::kAuto, SafeReader::Method::kPages}) {
+    SafeReader reader(nullptr, method);
+    EXPECT_FALSE(reader.InPlace(lo, 8));  // no snapshot: never in place
+    EXPECT_EQ(reader.ReadBatch(spans, 4), 2u) << static_cast<int>(reader.method());
+    EXPECT_EQ(out[0][63], 0x5a);
+    EXPECT_EQ(out[1][31], 0x5a);
+    EXPECT_EQ(reader.ReadBatch(spans + 3, 1), 1u);
+    EXPECT_EQ(out[3][0], 0x5a);
+    EXPECT_EQ(reader.ReadBatch(spans, 0), 0u);
+  }
+  munmap(base, page);
+  munmap(base + 2 * page, page);
+}
+
 // The oracle: a plain marker (binary search per word, a queue), no page index.
 std::vector<uint8_t> ReferenceMark(const std::vector<Allocation>& blocks,
                                    const std::vector<uintptr_t>& roots) {
@@ -436,6 +552,55 @@ TEST(Mark, ScratchExhaustionIsReported) {
   ScratchArena room;
   EXPECT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &room));
   EXPECT_EQ(std::count(marks.begin(), marks.end(), 1), 10000);
+}
+
+TEST(SortByAddress, AsStdSortForEverySizeAndSpread) {
+  // Few blocks (std::sort), many in one heap (a couple of radix passes), many spread over the
+  // address space (heap and mmap'ed blocks: every pass), odd alignments, and without scratch.
+  std::mt19937_64 rng(16);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, size_t{5000}, size_t{200000}}) {
+    for (int spread = 0; spread < 3; ++spread) {
+      std::vector<Allocation> blocks(n);
+      std::vector<uintptr_t> used;
+      for (size_t i = 0; i < n; ++i) {
+        uintptr_t address = spread == 0   ? 0x555500000000 + 16 * (rng() % (n * 64))
+                            : spread == 1 ? (rng() % 2 ? 0x7f0000000000 : 0x555500000000) +
+                                                16 * (rng() % (uint64_t{1} << 30))
+                                          : 0x1000 + rng() % (uint64_t{1} << 47);
+        used.push_back(address);
+        blocks[i] = Allocation{address, i, i, static_cast<uint32_t>(i), 1};
+      }
+      std::sort(used.begin(), used.end());
+      if (std::adjacent_find(used.begin(), used.end()) != used.end()) {
+        // A snapshot has each address once: drop the repeats.
+        std::sort(blocks.begin(), blocks.end(), [](const Allocation& a, const Allocation& b) {
+          return a.address < b.address;
+        });
+        blocks.erase(std::unique(blocks.begin(), blocks.end(),
+                                 [](const Allocation& a, const Allocation& b) {
+                                   return a.address == b.address;
+                                 }),
+                     blocks.end());
+        std::shuffle(blocks.begin(), blocks.end(), rng);
+      }
+      std::vector<Allocation> expected = blocks;
+      std::sort(expected.begin(), expected.end(), [](const Allocation& a, const Allocation& b) {
+        return a.address < b.address;
+      });
+      for (bool room : {true, false}) {
+        std::vector<Allocation> sorted = blocks;
+        ScratchArena scratch;
+        if (!room) scratch.set_limit(4096);  // no room for a copy: sorted in place
+        SortByAddress(sorted.data(), sorted.size(), &scratch);
+        ASSERT_EQ(sorted.size(), expected.size());
+        for (size_t i = 0; i < sorted.size(); ++i) {
+          ASSERT_EQ(sorted[i].address, expected[i].address) << n << " " << spread << " " << i;
+          ASSERT_EQ(sorted[i].size, expected[i].size) << n << " " << spread << " " << i;
+          ASSERT_EQ(sorted[i].stack_id, expected[i].stack_id);
+        }
+      }
+    }
+  }
 }
 
 TEST(ScratchArena, ZeroedAlignedAndOwn) {

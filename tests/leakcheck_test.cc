@@ -387,6 +387,33 @@ TEST(Leakcheck, SuppressionsTakeLeaksOutAndAreCounted) {
             std::string::npos);
 }
 
+// A suppressed leak takes the blocks it alone holds with it, through the launcher: the fixture's
+// lost 666-byte head holds a 777-byte block allocated from another stack (MakeLink, which the
+// rule does not match). A rule matching only the held block leaves its head listed.
+TEST(Leakcheck, ASuppressedLeakTakesTheBlocksItAloneHoldsWithIt) {
+  const std::string base = ::testing::TempDir() + "chain." + std::to_string(getpid());
+  LaunchResult run = Leakcheck(kFixture + " chain");
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 1443 bytes leaked in 2 allocations."),
+            std::string::npos) << run.report;
+  EXPECT_NE(LeakBlock(run.report, "777 bytes in 1 allocation").find("fixture::MakeLink()"),
+            std::string::npos) << run.report;
+  EXPECT_EQ(LeakBlock(run.report, "777 bytes in 1 allocation").find("LoseHeadOfLink"),
+            std::string::npos) << run.report;
+  std::ofstream(base + ".head") << "leak:LoseHeadOfLink\n";
+  run = Leakcheck("--suppressions " + base + ".head " + kFixture + " chain");
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations."),
+            std::string::npos) << run.report;
+  EXPECT_NE(run.report.find("== 1443 bytes in 2 allocations suppressed\n"), std::string::npos)
+      << run.report;
+  EXPECT_NE(run.report.find("      2       1443 LoseHeadOfLink\n"), std::string::npos)
+      << run.report;
+  std::ofstream(base + ".link") << "leak:MakeLink\n";
+  run = Leakcheck("--suppressions " + base + ".link " + kFixture + " chain");
+  EXPECT_NE(run.report.find("SUMMARY: stackwalk-leakcheck: 666 bytes leaked in 1 allocation."),
+            std::string::npos) << run.report;
+  EXPECT_NE(run.report.find("      1        777 MakeLink\n"), std::string::npos) << run.report;
+}
+
 // Every report line against docs/schema/leak_report.schema.json (its frames against
 // frame.schema.json), by Python's jsonschema: "N reports, M errors" and the first error.
 std::string CheckAgainstSchema(const std::string& path) {

@@ -25,6 +25,7 @@
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/scan/safe_reader.h"
 #include "leakcheck/scan/scratch_arena.h"
+#include "leakcheck/scan/sort_by_address.h"
 #include "leakcheck/scan/tls_roots.h"
 #include "leakcheck/state.h"
 #include "stackwalk/stackwalk.h"
@@ -217,8 +218,7 @@ bool TakeSnapshot(Section& s) {
     if (i < live) s.blocks[i++] = a;
   });
   s.n = i;
-  std::sort(s.blocks, s.blocks + s.n,
-            [](const Allocation& a, const Allocation& b) { return a.address < b.address; });
+  SortByAddress(s.blocks, s.n, s.scratch);
   return true;
 }
 

@@ -20,6 +20,7 @@ constexpr unsigned kPageShift = 8;
 constexpr uint64_t kClusterGap = uint64_t{4} << 10;
 constexpr uint64_t kLargeBlock = uint64_t{64} << 10;
 constexpr size_t kReadChunk = size_t{64} << 10;  // bytes read through the MemoryReader at once
+constexpr size_t kBatchBlocks = 256;  // blocks read with one ReadBatch (SafeReader's iovecs)
 
 // Where glibc's header of the chunk after a block of `size` bytes starts, from the block's start
 // (malloc.c's request2size; the user pointer is 2 * SIZE_SZ past its chunk): a block that uses
@@ -163,6 +164,7 @@ class Scanner {
     return buffer_ != nullptr && index_.Build(blocks, n, scratch);
   }
   const BlockIndex& index() const { return index_; }
+  uintptr_t* buffer() const { return buffer_; }  // kReadChunk bytes
   uint64_t words_scanned() const { return words_; }
 
   // Reads any word of a root as it is (a global's redzone, a word another thread wrote before it
@@ -240,6 +242,53 @@ void ScanBlock(Scanner& scanner, MemoryReader& reader, const Allocation& block, 
   scanner.ScanCopied(reader, block.address, block.address + static_cast<uintptr_t>(size), hit);
 }
 
+// Scans the blocks on `work` until it is empty (`hit` may push more). A block the reader lets us
+// read in place is scanned there. Other small aligned blocks are taken off in batches that fit
+// the read buffer and read with one ReadBatch (SafeReader: one process_vm_readv for up to 256
+// blocks, where one a block cost ~2 us, 10x the scan of a 64-byte block); a span that fails is
+// scanned alone (page by page), and the batch goes on after it.
+template <class Hit>
+void ScanWork(Scanner& scanner, MemoryReader& reader, const Allocation* blocks, WorkList& work,
+              Hit&& hit) {
+  constexpr size_t kWord = sizeof(uintptr_t);
+  ReadSpan spans[kBatchBlocks];
+  while (!work.empty()) {
+    size_t count = 0, bytes = 0;
+    while (!work.empty() && count < kBatchBlocks) {
+      const Allocation& block = blocks[work.items[work.size - 1]];
+      const uint64_t size = std::min<uint64_t>(block.size, UINTPTR_MAX - block.address);
+      if (reader.InPlace(block.address, static_cast<size_t>(size))) {
+        if (count > 0) break;  // the batch first
+        work.Pop();
+        scanner.ScanDirect(block.address, block.address + static_cast<uintptr_t>(size), hit);
+        continue;
+      }
+      if (size > kReadChunk || block.address % kWord != 0) {
+        if (count == 0) ScanBlock(scanner, reader, blocks[work.Pop()], hit);
+        break;  // large or odd: alone, after the batch
+      }
+      const size_t word_bytes = static_cast<size_t>(size) & ~(kWord - 1);
+      if (bytes + word_bytes > kReadChunk) break;
+      work.Pop();
+      spans[count++] = {block.address, word_bytes, scanner.buffer() + bytes / kWord};
+      bytes += word_bytes;
+    }
+    size_t next = 0;
+    while (next < count) {
+      const size_t read = reader.ReadBatch(spans + next, count - next);
+      for (size_t i = next; i < next + read; ++i) {
+        scanner.ScanWords(static_cast<const uintptr_t*>(spans[i].out), spans[i].size / kWord, hit);
+      }
+      next += read;
+      if (next < count) {
+        // Alone (it reuses the buffer: the spans after it are read again by the next batch).
+        const ReadSpan& failed = spans[next++];
+        scanner.ScanCopied(reader, failed.address, failed.address + failed.size, hit);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool MarkFromRoots(const Allocation* blocks, size_t n, const RootSet& roots, MemoryReader& reader,
@@ -264,7 +313,7 @@ bool MarkFromRoots(const Allocation* blocks, size_t n, const RootSet& roots, Mem
       scanner.ScanDirect(root.lo, root.hi, hit);
     }
   }
-  while (!work.empty()) ScanBlock(scanner, reader, blocks[work.Pop()], hit);
+  ScanWork(scanner, reader, blocks, work, hit);
   return true;
 }
 
@@ -311,17 +360,15 @@ bool SplitLeaks(const Allocation* blocks, size_t n, const uint8_t* marks, const 
     if (state[head] != 0) continue;
     state[head] = 1;
     work.Push(head);
-    while (!work.empty()) {
-      ScanBlock(scanner, reader, blocks[work.Pop()], [&](size_t t) {
-        if (out[t] != Verdict::kDirect || t == head) return;  // not leaked, or the head itself
-        if (state[t] == 0) {
-          state[t] = 2;
-          work.Push(t);
-        } else if (state[t] == 1) {
-          state[t] = 2;  // an earlier head: what it reaches is claimed already
-        }
-      });
-    }
+    ScanWork(scanner, reader, blocks, work, [&](size_t t) {
+      if (out[t] != Verdict::kDirect || t == head) return;  // not leaked, or the head itself
+      if (state[t] == 0) {
+        state[t] = 2;
+        work.Push(t);
+      } else if (state[t] == 1) {
+        state[t] = 2;  // an earlier head: what it reaches is claimed already
+      }
+    });
   }
   for (size_t i = 0; i < n; ++i) {
     if (out[i] == Verdict::kDirect && state[i] == 2) out[i] = Verdict::kIndirect;
@@ -342,13 +389,11 @@ bool SpreadFrom(const Allocation* blocks, size_t n, const Verdict* verdicts, con
       work.Push(i);
     }
   }
-  while (!work.empty()) {
-    ScanBlock(scanner, reader, blocks[work.Pop()], [&](size_t t) {
-      if (out[t] || !IsLeak(verdicts[t])) return;
-      out[t] = 1;
-      work.Push(t);
-    });
-  }
+  ScanWork(scanner, reader, blocks, work, [&](size_t t) {
+    if (out[t] || !IsLeak(verdicts[t])) return;
+    out[t] = 1;
+    work.Push(t);
+  });
   return true;
 }
 

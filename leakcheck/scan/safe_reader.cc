@@ -2,17 +2,18 @@
 #include "leakcheck/scan/safe_reader.h"
 
 #include <errno.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
+#include "src/core/readable_pages.h"
+
 namespace stackwalk::leakcheck {
 namespace {
 
-constexpr uintptr_t kPage = 4096;  // the smallest page of every target: checking by it is exact
+constexpr uintptr_t kPage = internal::kProbePage;
 
 // process_vm_readv on our own pid: 0 not probed, 1 works, 2 does not (seccomp, qemu-user, a
 // kernel without CONFIG_CROSS_MEMORY_ATTACH).
@@ -37,20 +38,6 @@ bool VmReadvWorks() {
     g_vm_readv.store(known, std::memory_order_relaxed);
   }
   return known == 1;
-}
-
-// True if every page of [first, first + count pages) can be read now: the kernel copies a signal
-// set from the address before it rejects rt_sigprocmask's invalid `how` (EINVAL), or fails with
-// EFAULT. Nothing is touched, so nothing faults.
-bool PagesReadable(uintptr_t first, uintptr_t count) {
-  const int saved_errno = errno;
-  bool readable = true;
-  for (uintptr_t i = 0; i < count && readable; ++i) {
-    const long r = syscall(SYS_rt_sigprocmask, ~0L, first + i * kPage, nullptr, 8);
-    readable = r == -1 && errno == EINVAL;
-  }
-  errno = saved_errno;
-  return readable;
 }
 
 // True if [address, end) lies in readable entries of `maps` without a gap.
@@ -87,12 +74,51 @@ bool SafeReader::Read(uintptr_t address, void* out, size_t size) {
     case Method::kPages:
     case Method::kAuto: {
       const uintptr_t first = address & ~(kPage - 1);
-      if (!PagesReadable(first, (end - first + kPage - 1) / kPage)) return false;
+      const uintptr_t pages = (end - first + kPage - 1) / kPage;
+      if (internal::ReadablePages(first, pages) != pages) return false;
       break;
     }
   }
   std::memcpy(out, reinterpret_cast<const void*>(address), size);
   return true;
+}
+
+bool SafeReader::InPlace(uintptr_t address, size_t size) {
+  if (maps_ == nullptr) return false;
+  const uintptr_t end = address + size;
+  if (end < address) return false;
+  const MapsEntry* entry = last_in_place_;
+  if (entry == nullptr || !entry->range.Contains(address)) {
+    entry = maps_->Find(address);
+    if (entry == nullptr) return false;
+    last_in_place_ = entry;
+  }
+  return entry->readable && !entry->shared && end <= entry->range.hi &&
+         (entry->kind == MapsEntry::Kind::kAnonymous || entry->kind == MapsEntry::Kind::kHeap);
+}
+
+size_t SafeReader::ReadBatch(const ReadSpan* spans, size_t count) {
+  if (method_ != Method::kProcessVmReadv) return MemoryReader::ReadBatch(spans, count);
+  size_t done = 0;
+  while (done < count) {
+    // The kernel copies iovec by iovec and stops at the first remote one it cannot read whole
+    // (a partial transfer never splits an iovec): the bytes it returns say which spans arrived.
+    iovec local[kBatchIovecs], remote[kBatchIovecs];
+    const size_t batch = count - done < kBatchIovecs ? count - done : kBatchIovecs;
+    for (size_t i = 0; i < batch; ++i) {
+      local[i] = {spans[done + i].out, spans[done + i].size};
+      remote[i] = {reinterpret_cast<void*>(spans[done + i].address), spans[done + i].size};
+    }
+    const int saved_errno = errno;
+    const ssize_t got = process_vm_readv(getpid(), local, batch, remote, batch, 0);
+    errno = saved_errno;
+    size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+    size_t whole = 0;
+    while (whole < batch && spans[done + whole].size <= left) left -= spans[done + whole++].size;
+    done += whole;
+    if (whole < batch) return done;
+  }
+  return done;
 }
 
 }  // namespace stackwalk::leakcheck

@@ -18,16 +18,27 @@ class SafeReader final : public MemoryReader {
     kMaps,            // direct reads of what `maps` calls readable
     kPages,           // direct reads of pages the kernel says are readable, one check a page
   };
-  // `maps` (may be nullptr) is the snapshot the direct-read fallback trusts. A method other than
+  // `maps` (may be nullptr) is the snapshot the direct-read fallback and InPlace trust: given
+  // only while the world is stopped (nothing unmaps or shrinks a mapping then). A method other than
   // kAuto is forced (tests); a forced kProcessVmReadv that does not work fails every read, a
   // forced kMaps without `maps` reads page by page.
   explicit SafeReader(const MapsSnapshot* maps, Method method = Method::kAuto);
   bool Read(uintptr_t address, void* out, size_t size) override;
+  // With process_vm_readv, up to kBatchIovecs spans a call (one system call for many small
+  // blocks instead of one each); otherwise Read for each span.
+  size_t ReadBatch(const ReadSpan* spans, size_t count) override;
+  // With `maps`: true for a range within one readable private mapping that is anonymous or the
+  // [heap], where every live block is (no file under it to be truncated: no SIGBUS). The scan
+  // reads those blocks where they are: a process_vm_readv per block, or even per 256, costs the
+  // kernel a page pin and a VMA lookup each (5x the scan of a 64-byte block).
+  bool InPlace(uintptr_t address, size_t size) override;
+  static constexpr size_t kBatchIovecs = 256;  // below every kernel's IOV_MAX (1024)
   Method method() const { return method_; }  // the one used (never kAuto)
 
  private:
   const MapsSnapshot* maps_;
   Method method_;
+  const MapsEntry* last_in_place_ = nullptr;  // InPlace's last entry: blocks come in address order
 };
 
 }  // namespace stackwalk::leakcheck

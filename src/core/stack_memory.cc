@@ -4,13 +4,13 @@
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <initializer_list>
 
 #include "core/proc_maps.h"
+#include "core/readable_pages.h"
 
 namespace stackwalk::internal {
 namespace {
@@ -36,28 +36,11 @@ bool CurrentAltStack(uint64_t sp, AddressRange* out) {
   return true;
 }
 
-constexpr uint64_t kPage = 4096;  // the smallest page of every target: probing by it is exact
+constexpr uint64_t kPage = kProbePage;
 // The first batch checked ahead of a read (256 KiB: most walks' frames), then as many again as
 // the region has, so that a walk's checks stay a few calls while the pages it does not reach cost
 // at most as much as the ones it does.
 constexpr uint64_t kFirstBatchPages = 64;
-
-// How many of the `count` pages from `first` on can be read now, in a row, without touching
-// them: the kernel reads a signal set from each before it rejects rt_sigprocmask's invalid
-// `how` (EINVAL), or fails with EFAULT. About 100-170 ns a page (process_vm_readv, one call for
-// many pages, costs as much per page: it pins each).
-uint64_t ReadablePages(uint64_t first, uint64_t count) {
-  const int saved_errno = errno;
-  uint64_t readable = 0;
-  for (; readable < count; ++readable) {
-    const long r = syscall(SYS_rt_sigprocmask, ~0L,
-                           static_cast<uintptr_t>(first + readable * kPage), nullptr,
-                           sizeof(uint64_t));
-    if (r != -1 || errno != EINVAL) break;
-  }
-  errno = saved_errno;
-  return readable;
-}
 
 #if defined(MADV_POPULATE_READ)
 constexpr int kPopulateRead = MADV_POPULATE_READ;
