@@ -6,6 +6,7 @@
 // world is stopped no hook runs on the checking thread (100 checks with 10k live blocks and 4
 // threads allocating throughout).
 #include <dlfcn.h>
+#include <malloc.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -103,8 +104,15 @@ CheckOutcome Check(const CheckRequest& request = CheckRequest()) {
 uintptr_t Mangle(const void* block) { return ~reinterpret_cast<uintptr_t>(block); }
 void* Unmangle(uintptr_t m) { return reinterpret_cast<void*>(~m); }
 // Not inlined, so that the raw address is never worked out (and perhaps spilled) in the caller's
-// frame ahead of time.
-__attribute__((noinline)) void FreeMangled(uintptr_t m) { free(Unmangle(m)); }
+// frame ahead of time. The block is zeroed first: glibc's malloc overwrites only a freed chunk's
+// first word or two (a list node's next pointer survives in a fastbin chunk), and a later block
+// made from the chunk, not zeroed, would hold an old node's address, which a later repetition's
+// list may have again.
+__attribute__((noinline)) void FreeMangled(uintptr_t m) {
+  void* block = Unmangle(m);
+  std::memset(block, 0, malloc_usable_size(block));
+  free(block);
+}
 
 // Not inlined: the raw address it compares with must not stay in a register of the caller's.
 __attribute__((noinline)) Verdict VerdictOf(const CheckOutcome& out, uintptr_t mangled) {
@@ -156,48 +164,77 @@ void* volatile g_held = nullptr;  // a global root
 
 void* volatile g_dropped = nullptr;  // held, then dropped before the check
 
+// Runs `body` on a thread whose stack is freshly mapped (zero pages) and unmapped after it: the
+// blocks it makes leave no copy on a stack that outlives it. The main thread's stack would keep
+// them in slots above the test's frame that later calls leave unwritten (a repetition's frame
+// can lie higher than the next one's: under --gtest_repeat every second repetition found an
+// earlier block held so).
+template <class Body>
+void OnFreshStack(Body body) {
+  constexpr size_t kStackBytes = 1 << 20;
+  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  ASSERT_NE(stack, MAP_FAILED);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack, kStackBytes);
+  pthread_t thread;
+  auto run = [](void* arg) -> void* {
+    (*static_cast<Body*>(arg))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, run, &body), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  munmap(stack, kStackBytes);
+}
+
 TEST(RunCheck, ADroppedListIsOneDirectAndNineIndirectAndGlobalsHold) {
-  Hooked hooked;
-  const uintptr_t held = StoreNew(&g_held, 100);
-  const uintptr_t dropped = StoreNew(&g_dropped, 100);
-  g_dropped = nullptr;
-  const std::vector<uintptr_t> list = DropAList(10);
-  ClobberStack();
-  const CheckOutcome out = Check();
-  EXPECT_NE(out.method, StopMethod::kNone);
-  EXPECT_EQ(VerdictOf(out, held), Verdict::kReachable);
-  EXPECT_EQ(VerdictOf(out, dropped), Verdict::kDirect);
-  EXPECT_EQ(VerdictOf(out, list.back()), Verdict::kDirect);  // the head: made last
-  for (size_t i = 0; i + 1 < list.size(); ++i) {
-    EXPECT_EQ(VerdictOf(out, list[i]), Verdict::kIndirect) << i;
-  }
-  std::set<uintptr_t> leaks(list.begin(), list.end());
-  leaks.insert(dropped);
-  EXPECT_EQ(Leaks(out), leaks);
-  EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kGlobals)], 0u);
-  EXPECT_GT(out.check_ns, 0u);
-  for (uintptr_t m : list) FreeMangled(m);
-  FreeMangled(held);
-  FreeMangled(dropped);
+  OnFreshStack([] {
+    Hooked hooked;
+    const uintptr_t held = StoreNew(&g_held, 100);
+    const uintptr_t dropped = StoreNew(&g_dropped, 100);
+    g_dropped = nullptr;
+    const std::vector<uintptr_t> list = DropAList(10);
+    ClobberStack();
+    const CheckOutcome out = Check();
+    EXPECT_NE(out.method, StopMethod::kNone);
+    EXPECT_EQ(VerdictOf(out, held), Verdict::kReachable);
+    EXPECT_EQ(VerdictOf(out, dropped), Verdict::kDirect);
+    EXPECT_EQ(VerdictOf(out, list.back()), Verdict::kDirect);  // the head: made last
+    for (size_t i = 0; i + 1 < list.size(); ++i) {
+      EXPECT_EQ(VerdictOf(out, list[i]), Verdict::kIndirect) << i;
+    }
+    std::set<uintptr_t> leaks(list.begin(), list.end());
+    leaks.insert(dropped);
+    EXPECT_EQ(Leaks(out), leaks);
+    EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kGlobals)], 0u);
+    EXPECT_GT(out.check_ns, 0u);
+    for (uintptr_t m : list) FreeMangled(m);
+    FreeMangled(held);
+    FreeMangled(dropped);
+  });
 }
 
 TEST(RunCheck, AnonymousMappingsAreRootsUnlessAskedNotToBe) {
-  Hooked hooked;
-  auto* arena = static_cast<void**>(
-      mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(arena, MAP_FAILED);
-  const uintptr_t mangled = StoreNew(&arena[100], 64);
-  ClobberStack();
-  const CheckOutcome with = Check();
-  EXPECT_EQ(VerdictOf(with, mangled), Verdict::kReachable);
-  EXPECT_GT(with.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
-  CheckRequest lsan_rule;
-  lsan_rule.roots.anonymous_mappings = false;
-  const CheckOutcome without = Check(lsan_rule);
-  EXPECT_EQ(VerdictOf(without, mangled), Verdict::kDirect);
-  EXPECT_EQ(without.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
-  FreeMangled(mangled);
-  munmap(arena, 1 << 16);
+  OnFreshStack([] {
+    Hooked hooked;
+    auto* arena = static_cast<void**>(
+        mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(arena, MAP_FAILED);
+    const uintptr_t mangled = StoreNew(&arena[100], 64);
+    ClobberStack();
+    const CheckOutcome with = Check();
+    EXPECT_EQ(VerdictOf(with, mangled), Verdict::kReachable);
+    EXPECT_GT(with.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
+    CheckRequest lsan_rule;
+    lsan_rule.roots.anonymous_mappings = false;
+    const CheckOutcome without = Check(lsan_rule);
+    EXPECT_EQ(VerdictOf(without, mangled), Verdict::kDirect);
+    EXPECT_EQ(without.root_bytes[static_cast<int>(RootKind::kAnonymous)], 0u);
+    FreeMangled(mangled);
+    munmap(arena, 1 << 16);
+  });
 }
 
 TEST(RunCheck, WithoutAnonymousRootsTheLoadersBlocksAreRoots) {
