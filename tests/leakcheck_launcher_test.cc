@@ -190,6 +190,25 @@ TEST(LauncherNames, ExitcodeIsDecidedFromTheNamedReport) {
   EXPECT_TRUE(WIFEXITED(suppressed.raw) && WEXITSTATUS(suppressed.raw) != 42) << suppressed.err;
 }
 
+TEST(LauncherNames, EachPeriodicCheckReportComesAsADumpAndIsNamedByTheLauncher) {
+  // leak_checks leaks 5001, 5002, 5003 bytes, one per check, and waits for each check.
+  const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=launcher", "--check-interval", "1",
+                                LEAK_CHECKS, "periodic", "preload"});
+  ASSERT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 0) << run.err;
+  const size_t first = run.err.find("on check 1: leaks found since the start)");
+  const size_t second = run.err.find("on check 2: leaks found since check 1)");
+  const size_t at_exit = run.err.find("leaks at exit (report");
+  ASSERT_NE(first, std::string::npos) << run.err;
+  ASSERT_NE(second, std::string::npos) << run.err;
+  ASSERT_NE(at_exit, std::string::npos) << run.err;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, at_exit);
+  EXPECT_NE(run.err.find("Direct leak of 5001 byte(s) in 1 object(s)"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("Direct leak of 15006 byte(s) in 3 object(s)", at_exit),
+            std::string::npos) << run.err;
+}
+
 TEST(LauncherNames, ABadNameInValueIsACommandLineError) {
   const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=elsewhere", LEAK_ENDINGS});
   EXPECT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 2);

@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   // launcher renders its dumps and decides.
   std::string program_options;
   bool name_in_launcher = false;
+  bool name_in_given = false;
   stackwalk::leakcheck::Options checked;
   for (;;) {
     const int previous = optind;
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
         return Usage(std::string("bad value '") + optarg + "' for --name-in (launcher or program)");
       }
       name_in_launcher = std::strcmp(optarg, "launcher") == 0;
+      name_in_given = true;
       continue;
     }
     const char* word = argv[previous];
@@ -209,7 +211,10 @@ int main(int argc, char** argv) {
   // A program that names nothing writes its dump alone: without one there would be no report,
   // and whether it leaked is known once the dump is named and suppressed, not in the program.
   if (name_in_launcher && !checked.program_report) {
-    return Usage("--name-in=launcher names in the launcher: --program-report=0 does not apply");
+    if (name_in_given) {
+      return Usage("--name-in=launcher names in the launcher: --program-report=0 does not apply");
+    }
+    name_in_launcher = false;  // the program writes its dump alone, as asked
   }
   if (!checked.program_report && checked.dump[0] == '\0') {
     return Usage("--program-report=0 needs --dump FILE (the report is rendered from it)");
