@@ -153,6 +153,46 @@ TEST(LauncherNames, TheReportSignalSentToTheLauncherReachesTheProgram) {
   EXPECT_NE(all.find("leaks at exit (report 2)"), std::string::npos) << all;
 }
 
+TEST(LauncherNames, TwoProcessesReportingAtOnceKeepTheirDumpsWhole) {
+  // Dumps of 4000 and 8000 blocks, far over the pipe's 64 KiB, written by two processes at once.
+  const std::string ready = TempPath("both.ready"), go = TempPath("both.go");
+  const std::string err = TempPath("both.err");
+  std::system(("rm -f " + ready + ".* " + go).c_str());
+  const pid_t launcher = Start(
+      Launcher({"--report-signal", "SIGUSR2", LEAK_ENDINGS, "fork-wait", ready, go}), err);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 6000 && pids.size() < 2; ++i) {
+    usleep(10000);
+    pids.clear();
+    const std::string listing = TempPath("both.list");
+    std::system(("ls " + ready + ".* 2>/dev/null >" + listing).c_str());
+    std::istringstream files(Slurp(listing));
+    for (std::string file; std::getline(files, file);) {
+      pids.push_back(std::stoi(file.substr(file.rfind('.') + 1)));
+    }
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGUSR2), 0);
+  for (int i = 0; i < 6000; ++i) {
+    const std::string text = Slurp(err);
+    size_t summaries = 0;
+    for (size_t at = 0; (at = text.find("SUMMARY", at)) != std::string::npos; ++at) ++summaries;
+    if (summaries >= 2 || text.find("unreadable") != std::string::npos) break;
+    usleep(10000);
+  }
+  std::ofstream(go).put('\n');
+  int raw = -1;
+  waitpid(launcher, &raw, 0);
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+  const std::string all = Slurp(err);
+  EXPECT_EQ(all.find("unreadable"), std::string::npos) << all.substr(0, 2000);
+  for (pid_t pid : pids) {
+    EXPECT_NE(all.find("process " + std::to_string(pid) + " "), std::string::npos) << pid;
+  }
+  EXPECT_NE(all.find("(report 1, on signal " + std::to_string(SIGUSR2) + ")"), std::string::npos);
+  std::system(("rm -f " + ready + ".* " + go).c_str());
+}
+
 TEST(LauncherNames, AForkedChildReportsAsItselfToAFileOfItsOwn) {
   const std::string pattern = TempPath("fork.%p.txt");
   const Outcome run = RunToEnd(Launcher({"--output", pattern, LEAK_ENDINGS, "fork"}));

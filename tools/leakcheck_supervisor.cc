@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -88,6 +88,12 @@ class DumpRenderer {
     pending_.clear();
   }
 
+  // A dump begun and not yet whole (not bytes that are no dump, which nothing will complete).
+  bool has_partial_dump() const {
+    return !pending_.empty() &&
+           std::memcmp(pending_.data(), dump::kMagic,
+                       std::min(pending_.size(), sizeof(dump::kMagic))) == 0;
+  }
   bool program_reported_at_exit() const { return program_reported_at_exit_; }
   bool program_leaked() const { return program_leaked_; }
 
@@ -234,10 +240,21 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   if (!reaped) waitpid(child, &status, 0);
-  // What the program's own children still write after it ended is not waited for.
+  // What is in the pipe is rendered, and a dump begun (a forked child's, written whole under its
+  // lock) is read to its end; a child that has not begun one is not waited for.
   fcntl(dump_pipe[0], F_SETFL, O_NONBLOCK);
-  for (ssize_t n; pipe_open && (n = read(dump_pipe[0], buf, sizeof(buf))) > 0;) {
-    renderer.Add(buf, static_cast<size_t>(n));
+  while (pipe_open) {
+    const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
+    if (n > 0) {
+      renderer.Add(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EAGAIN && renderer.has_partial_dump()) {
+      pollfd more = {dump_pipe[0], POLLIN, 0};
+      poll(&more, 1, -1);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
   }
   renderer.Finish();
 
