@@ -14,6 +14,7 @@
 
 #include "core/module_map.h"
 #include "crash/report_writer.h"
+#include "crash/snapshot_writer.h"
 #include "format/frame_layout.h"
 #include "stackwalk/stackwalk.h"
 #include "symbolize/safe_symbolizer.h"
@@ -32,6 +33,8 @@ struct State {
   int max_frames = 64;
   int method = STACKWALK_AUTO;
   bool installed = false;
+  size_t snapshot_stack_bytes = kDefaultSnapshotStackBytes;
+  char snapshot_path[kMaxSnapshotPath] = {};  // "" when no snapshot is asked for
   struct sigaction previous[65];
 };
 State g_state;
@@ -142,6 +145,29 @@ void WriteModules(ReportWriter& w, const ModuleList& modules) {
   }
 }
 
+// The snapshot, if one was asked for, and a report line saying where it went or why it did not.
+// After the frames: a snapshot that fails costs the report nothing.
+void WriteSnapshot(ReportWriter& w, int sig, siginfo_t* info, void* ucontext) {
+  if (g_state.snapshot_path[0] == '\0') return;
+  int fd = open(g_state.snapshot_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    w.Text("*** snapshot not written: open ").Text(g_state.snapshot_path).Text(": errno ")
+        .Dec(errno).Text("\n").Flush();
+    return;
+  }
+  internal::SnapshotWritten s =
+      internal::WriteCrashSnapshot(fd, sig, info, ucontext, g_state.snapshot_stack_bytes);
+  close(fd);
+  if (s.error != 0) {
+    w.Text("*** snapshot cut short: write ").Text(g_state.snapshot_path).Text(": errno ")
+        .Dec(s.error).Text("\n").Flush();
+    return;
+  }
+  w.Text("*** snapshot ").Text(g_state.snapshot_path).Text(": ").Dec(static_cast<long long>(s.bytes))
+      .Text(" bytes, ").Dec(static_cast<long long>(s.stack_bytes)).Text(" of stack, ")
+      .Dec(s.modules).Text(" modules\n").Flush();
+}
+
 void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   ReportWriter w(g_state.fd);
   w.Text("*** stackwalk: ").Text(SignalName(sig)).Text(", code ").Dec(info->si_code);
@@ -159,7 +185,9 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   int n = stackwalk_backtrace_from_context(ucontext, pcs, g_state.max_frames,
                                            static_cast<stackwalk_method>(g_state.method));
   if (n < 0) {
-    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n*** end of report\n").Flush();
+    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n").Flush();
+    WriteSnapshot(w, sig, info, ucontext);
+    w.Text("*** end of report\n").Flush();
     return;
   }
   w.Text(kFramesLegend).Flush();
@@ -178,6 +206,7 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   }
   if (n == g_state.max_frames) w.Text("*** (more frames not shown)\n").Flush();
   WriteModules(w, modules);
+  WriteSnapshot(w, sig, info, ucontext);
   w.Text("*** end of report\n").Flush();
 }
 
@@ -248,6 +277,11 @@ int CheckOptions(const CrashHandlerOptions& options) {
     if (flags < 0) return -errno;  // EBADF: not open
     if ((flags & O_ACCMODE) == O_RDONLY) return -EBADF;
   }
+  if (options.snapshot_stack_bytes > kMaxSnapshotStackBytes) return -EINVAL;
+  if (options.snapshot_path != nullptr) {
+    if (options.snapshot_path[0] == '\0') return -EINVAL;
+    if (std::strlen(options.snapshot_path) >= kMaxSnapshotPath) return -ENAMETOOLONG;
+  }
   return 0;
 }
 
@@ -269,6 +303,14 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     }
   }
   const int method = static_cast<int>(options.method);
+  // The snapshot's options: a handler running meanwhile sees the old path or the new (the
+  // copy is not atomic, so a crash during a reinstall may name a mix: the report says which).
+  g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
+  if (options.snapshot_path != nullptr) {
+    std::memcpy(g_state.snapshot_path, options.snapshot_path, std::strlen(options.snapshot_path) + 1);
+  } else {
+    g_state.snapshot_path[0] = '\0';
+  }
   // Warm what the handler will need: this thread's stack bounds and the module map.
   void* warm[4];
   stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(method));
@@ -322,6 +364,15 @@ void UninstallCrashHandler() {
 extern "C" int stackwalk_install_crash_handler(int fd) {
   stackwalk::CrashHandlerOptions options;
   options.fd = fd;
+  return stackwalk::InstallCrashHandler(options);
+}
+
+extern "C" int stackwalk_install_crash_handler_with_snapshot(int fd, const char* snapshot_path,
+                                                            size_t stack_bytes) {
+  stackwalk::CrashHandlerOptions options;
+  options.fd = fd;
+  options.snapshot_path = snapshot_path;
+  options.snapshot_stack_bytes = stack_bytes;
   return stackwalk::InstallCrashHandler(options);
 }
 
