@@ -285,6 +285,17 @@ int CheckOptions(const CrashHandlerOptions& options) {
   return 0;
 }
 
+// The snapshot's options (CheckOptions bounded the path). A crash in another thread during a
+// reinstall may see a mix of the old path and the new: the report names the one it used.
+void SetSnapshotOptions(const CrashHandlerOptions& options) {
+  g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
+  if (options.snapshot_path != nullptr) {
+    std::memcpy(g_state.snapshot_path, options.snapshot_path, std::strlen(options.snapshot_path) + 1);
+  } else {
+    g_state.snapshot_path[0] = '\0';
+  }
+}
+
 }  // namespace
 
 int InstallCrashHandler(const CrashHandlerOptions& options) {
@@ -303,14 +314,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     }
   }
   const int method = static_cast<int>(options.method);
-  // The snapshot's options: a handler running meanwhile sees the old path or the new (the
-  // copy is not atomic, so a crash during a reinstall may name a mix: the report says which).
-  g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
-  if (options.snapshot_path != nullptr) {
-    std::memcpy(g_state.snapshot_path, options.snapshot_path, std::strlen(options.snapshot_path) + 1);
-  } else {
-    g_state.snapshot_path[0] = '\0';
-  }
+
   // Warm what the handler will need: this thread's stack bounds and the module map.
   void* warm[4];
   stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(method));
@@ -328,6 +332,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.fd = fd;
     g_state.max_frames = options.max_frames;
     g_state.method = method;
+    SetSnapshotOptions(options);
     for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
       if (sigaction(kSignals[i], &sa, &previous[i]) != 0) {
         err = -errno;
@@ -335,6 +340,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
         g_state.fd = old_fd;
         g_state.max_frames = old_max;
         g_state.method = old_method;
+        g_state.snapshot_path[0] = '\0';  // nothing was installed: no handler reads it
         if (options.path != nullptr) close(fd);
         return err;
       }
@@ -347,6 +353,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.fd = fd;
     g_state.max_frames = options.max_frames;
     g_state.method = method;
+    SetSnapshotOptions(options);
   }
   if (g_state.owned_fd >= 0 && g_state.owned_fd != fd) close(g_state.owned_fd);
   g_state.owned_fd = options.path != nullptr ? fd : -1;
