@@ -211,6 +211,7 @@ TEST(RunCheck, ADroppedListIsOneDirectAndNineIndirectAndGlobalsHold) {
     EXPECT_GT(out.root_bytes[static_cast<int>(RootKind::kGlobals)], 0u);
     EXPECT_GT(out.check_ns, 0u);
     for (uintptr_t m : list) FreeMangled(m);
+    g_held = nullptr;  // else a later test's block made where this one was is held from here
     FreeMangled(held);
     FreeMangled(dropped);
   });
@@ -363,6 +364,34 @@ struct Holder {
     if (checker) UnregisterCheckerThread();
   }
 };
+
+// A stack the program gave a thread (pthread_attr_setstack) is the program's memory again once
+// the thread exited: glibc never caches it, so what the program keeps there after is a root.
+TEST(RunCheck, AUserStackIsTheProgramsMemoryAgainOnceItsThreadExited) {
+  Hooked hooked;
+  constexpr size_t kStackBytes = 1 << 20;
+  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  ASSERT_NE(stack, MAP_FAILED);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack, kStackBytes);
+  pthread_t thread;
+  auto allocate = [](void*) -> void* {
+    free(malloc(16));  // a thread the checker saw allocate: its exit is recorded
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, allocate, nullptr), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  auto* words = static_cast<void* volatile*>(stack);
+  const uintptr_t held = StoreNew(&words[64], 100);  // near the old stack's bottom
+  ClobberStack();
+  EXPECT_EQ(VerdictOf(Check(), held), Verdict::kReachable);
+  words[64] = nullptr;
+  FreeMangled(held);
+  munmap(stack, kStackBytes);
+}
 
 TEST(RunCheck, AnotherThreadsStackHoldsButACheckerThreadsDoesNot) {
   Hooked hooked;

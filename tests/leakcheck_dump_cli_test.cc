@@ -195,6 +195,23 @@ TEST(DumpReport, ObjectsAreReadUnderASysrootOrFoundByBuildId) {
   EXPECT_EQ(Report("--debug-dir " + dir + "/debug " + run.dump), run.report);
 }
 
+TEST(DumpReport, AnObjectPathThatIsAFifoIsNotOpenedForEver) {
+  // A dump names the files to read; under this sysroot the program's path is a FIFO, which an
+  // open or a read would wait on for ever.
+  const std::string dir = Dir("fifo");
+  const Checked run = RunChecked(dir, "", LEAKY_FIXTURE);
+  const std::string root = dir + "/root";
+  const std::string fifo = root + LEAKY_FIXTURE;
+  ASSERT_EQ(Shell("mkdir -p '" + fifo.substr(0, fifo.rfind('/')) + "' && mkfifo '" + fifo + "'"), 0);
+  const std::string out = dir + "/report.txt";
+  const int status = Shell("timeout 60 " STACKWALK_REPORT " --sysroot " + root + " " + run.dump +
+                           " >" + out + " 2>/dev/null");
+  EXPECT_EQ(status, 0) << "stackwalk-report did not finish (124: killed after 60 s)";
+  const std::string report = Read(out);
+  EXPECT_NE(report.find("frames are not named"), std::string::npos) << report;
+  EXPECT_EQ(report.find("in fixture::LeakMallocs()"), std::string::npos) << report;
+}
+
 TEST(DumpReport, AProgramThatDoesNotReportNamesNothingAndItsDumpHasTheLeaks) {
   const std::string dir = Dir("dump_only");
   // The loader's log of what the program opened: the names library only when it reports itself.

@@ -132,6 +132,41 @@ TEST(LeakDump, EveryTruncationIsAnErrorThatNamesTheByte) {
   EXPECT_EQ(d.dumps[0].blocks.size(), 4u);
 }
 
+// Little-endian fields of a dump's header, overwritten (docs/dump-format.md: header_bytes at
+// byte 12, dump_bytes at byte 16).
+void Put(std::string* bytes, size_t at, uint64_t value, int width) {
+  for (int i = 0; i < width; ++i) (*bytes)[at + i] = static_cast<char>(value >> (8 * i));
+}
+
+TEST(LeakDump, ALengthPastTheFileIsACutEvenWithItsEndSectionRead) {
+  std::string bytes = EncodeDump(Sample());
+  Put(&bytes, 16, bytes.size() + 100, 8);
+  const DecodedDumps d = Decode(bytes);
+  EXPECT_NE(d.error.find("truncated at byte " + std::to_string(bytes.size())), std::string::npos)
+      << d.error;
+}
+
+TEST(LeakDump, ALengthThatWrapsNeverLeadsBackToAnEarlierDump) {
+  // Three dumps at 0, A and B; B's length is 2^64 - B + A, so B + length wraps to A: read as
+  // the next dump's start, the reader would go A, B, A, ... for ever.
+  const std::string one = EncodeDump(Sample());
+  std::string bytes = one + one + one;
+  const uint64_t a = one.size(), b = 2 * one.size();
+  Put(&bytes, b + 16, uint64_t{0} - b + a, 8);
+  const DecodedDumps d = Decode(bytes);
+  EXPECT_NE(d.error, "");
+  EXPECT_EQ(d.dumps.size(), 3u);
+}
+
+TEST(LeakDump, AHeaderLongerThanACutDumpIsACutNotAReadPastIt) {
+  std::string bytes = EncodeDump(Sample()).substr(0, kHeaderBytes + 40);
+  Put(&bytes, 12, 1000, 4);   // header_bytes past the file's end
+  Put(&bytes, 16, 5000, 8);   // and a dump longer still: a cut dump
+  const DecodedDumps d = Decode(bytes);
+  EXPECT_NE(d.error.find("truncated"), std::string::npos) << d.error;
+  RenderAll(d);
+}
+
 TEST(LeakDump, RandomCorruptionGivesAnErrorOrAReportNeverACrash) {
   const std::string bytes = EncodeDump(Sample()) + EncodeDump(Sample());
   std::mt19937 random(18);  // fixed: a failure is reproducible

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 DUMP, FIXTURE = sys.argv[1], sys.argv[2]
@@ -90,11 +91,37 @@ class Fixture:
             self.proc.wait()
 
 
+def dump_for_another_user():
+    """A copy of the dumper another user can run, and the LD_LIBRARY_PATH it needs: the build tree
+    may lie in a directory only its owner enters (mktemp -d makes one 0700, as CI's clone is), so
+    the binary and the project's libraries it loads (those outside the system's directories) are
+    copied to a world-readable directory."""
+    copy = tempfile.mkdtemp(prefix="remote_dump_user.")
+    os.chmod(copy, 0o755)
+    shutil.copy2(DUMP, copy)
+    ldd = subprocess.run(["ldd", DUMP], capture_output=True, text=True).stdout
+    for line in ldd.splitlines():
+        m = re.search(r"=> (/\S+)", line)
+        if m and not m.group(1).startswith(("/lib", "/usr/")):
+            shutil.copy2(m.group(1), copy)
+    for name in os.listdir(copy):
+        os.chmod(os.path.join(copy, name), 0o755)
+    return os.path.join(copy, os.path.basename(DUMP)), copy
+
+
 def run_dump(*args, user=None):
     cmd = [DUMP, *map(str, args)]
+    env = None
     if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        dump, libs = dump_for_another_user()
+        env = dict(os.environ, LD_LIBRARY_PATH=libs)
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", dump,
+               *map(str, args)]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        if user is not None:
+            shutil.rmtree(libs, ignore_errors=True)
 
 
 def functions(frames):

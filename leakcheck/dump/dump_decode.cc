@@ -269,7 +269,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
   if (header_bytes > left) return cut();
   uint32_t seen = 0;  // the known sections read, as bits
   for (uint64_t pos = at + header_bytes;;) {
-    if (end - pos < kSectionHeaderBytes) {
+    if (pos > end || end - pos < kSectionHeaderBytes) {  // a header longer than a cut dump
       return truncated ? cut() : fail(where + " ends at byte " + std::to_string(end) +
                                       " without its end section");
     }
@@ -291,6 +291,9 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
           (seen & (1u << kStacks)) == 0 || (seen & (1u << kModules)) == 0) {
         return fail(where + " lacks a process, modules, stacks or blocks section");
       }
+      // A dump that says it is longer than the file is cut, even with its end section read: and
+      // its length, unchecked, could lead the next dump back to an earlier one.
+      if (truncated) return cut();
       return at + dump_bytes;
     }
     // A cut section is read as far as it goes (the best partial report).
@@ -331,8 +334,13 @@ DecodedDumps DecodeDumps(const uint8_t* data, size_t size) {
     return out;
   }
   for (uint64_t at = 0; at < size;) {
-    at = DecodeOne(data, size, at, &out);
-    if (at == 0) break;
+    const uint64_t next = DecodeOne(data, size, at, &out);
+    if (next == 0) break;
+    if (next <= at) {  // cannot happen for a dump read whole; never loop on one that could
+      if (out.error.empty()) out.error = "the dump at byte " + std::to_string(at) + " has a corrupt length";
+      break;
+    }
+    at = next;
   }
   return out;
 }

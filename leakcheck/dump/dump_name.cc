@@ -3,15 +3,23 @@
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace stackwalk::leakcheck::dump {
 namespace {
 
-// The file's GNU build-id; false if it cannot be read as ELF or has none.
+// The file's GNU build-id; false if it cannot be read as ELF or has none. The path comes from
+// the dump: only a regular file is read (a FIFO or a terminal named there would block the open or
+// the read for ever).
 bool ReadBuildId(const std::string& path, std::vector<uint8_t>* out) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
   elf_version(EV_CURRENT);
   bool found = false;
   if (Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {
@@ -26,6 +34,11 @@ bool ReadBuildId(const std::string& path, std::vector<uint8_t>* out) {
   }
   close(fd);
   return found;
+}
+
+bool IsReadableRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), R_OK) == 0;
 }
 
 // Where an object's separate debug file is looked for: the system's, under the sysroot if given.
@@ -79,7 +92,7 @@ const std::string& DumpNamer::FileFor(uint32_t index) {
   if (by_build_id(places_.debug_dirs)) return files_[index];
   const std::string path = places_.sysroot + m.path;
   std::vector<uint8_t> id;
-  const bool readable = ReadBuildId(path, &id) || access(path.c_str(), R_OK) == 0;
+  const bool readable = ReadBuildId(path, &id) || IsReadableRegularFile(path);
   if (readable && (m.build_id.empty() || id == m.build_id)) {
     files_[index] = path;
     return files_[index];

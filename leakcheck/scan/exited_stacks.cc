@@ -67,9 +67,14 @@ void RecordExitingThreadStack() {
   if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
   void* stack = nullptr;
   size_t size = 0;
-  const bool known = pthread_attr_getstack(&attr, &stack, &size) == 0;
+  size_t guard = 0;
+  const bool known = pthread_attr_getstack(&attr, &stack, &size) == 0 &&
+                     pthread_attr_getguardsize(&attr, &guard) == 0;
   pthread_attr_destroy(&attr);
-  if (!known || stack == nullptr) return;
+  // Only a stack glibc made can be cached for reuse: one the program gave (pthread_attr_setstack,
+  // for which glibc reports no guard) is the program's memory again after the thread, and what it
+  // keeps there a root. A glibc stack made without a guard is left a root too (the safe side).
+  if (!known || stack == nullptr || guard == 0) return;
   const auto lo = reinterpret_cast<uintptr_t>(stack);
   const uintptr_t tp = CurrentThreadPointer();
   const uintptr_t dead_hi = DescriptorStart(tp);
