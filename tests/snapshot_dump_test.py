@@ -177,6 +177,14 @@ try:
     try_bad(bytes(version), "format version 99")
     p = dump("--snapshot", os.path.join(work, "absent"))
     check(p.returncode == 1 and "cannot open" in p.stderr, "a missing file: cannot open")
+    p = dump("--snapshot", "/dev/zero")
+    check(p.returncode == 1 and "larger than any snapshot" in p.stderr, f"/dev/zero: {p.stderr}")
+    # A FIFO where an object should be: not opened for ever, said.
+    fifo_root = os.path.join(work, "fifo")
+    os.makedirs(os.path.dirname(fifo_root + lib))
+    os.mkfifo(fifo_root + lib)
+    p = dump("--snapshot", snap, "--sysroot", fifo_root)
+    check("not a regular file" in p.stdout, f"a FIFO at an object's path: {p.stdout}")
     p = dump("--snapshot", snap, "1234")
     check(p.returncode == 2, "a PID and --snapshot: usage error")
 finally:

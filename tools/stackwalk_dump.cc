@@ -266,12 +266,18 @@ int RunSnapshot(const Options& o) {
                    std::strerror(errno));
       return 1;
     }
+    // Bounded: a snapshot holds at most 16 MiB of stack; /dev/zero is not read for ever.
+    constexpr size_t kMaxSnapshotFile = size_t{64} << 20;
     char buf[65536];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.append(buf, n);
+    for (size_t n; bytes.size() <= kMaxSnapshotFile &&
+                   (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) {
+      bytes.append(buf, n);
+    }
     const bool failed = std::ferror(f) != 0;
     std::fclose(f);
-    if (failed) {
-      std::fprintf(stderr, "stackwalk-dump: cannot read %s\n", o.snapshot.c_str());
+    if (failed || bytes.size() > kMaxSnapshotFile) {
+      std::fprintf(stderr, "stackwalk-dump: cannot read %s%s\n", o.snapshot.c_str(),
+                   failed ? "" : ": larger than any snapshot (64 MiB)");
       return 1;
     }
   }

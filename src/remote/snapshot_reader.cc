@@ -26,6 +26,7 @@ class Cursor {
   Cursor(const unsigned char* bytes, size_t size) : p_(bytes), left_(size) {}
   bool Take(void* out, size_t n) {
     if (n > left_) return false;
+    if (n == 0) return true;  // out may be an empty vector's null data()
     std::memcpy(out, p_, n);
     p_ += n;
     left_ -= n;

@@ -274,19 +274,21 @@ void TargetModules::LoadVdso(RemoteMemory& memory) {
 
 std::unique_ptr<TargetModules::MappedFile> TargetModules::MapFile(const std::string& path,
                                                                   TargetModule* module) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at a path a snapshot names must not block the open (only regular
+  // files are mapped below).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     module->error = absl::StrCat("cannot open ", path, ": ", std::strerror(errno));
     return nullptr;
   }
-  struct stat st;
+  struct stat st{};
   void* bytes = MAP_FAILED;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     bytes = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
   }
   close(fd);
   if (bytes == MAP_FAILED) {
-    module->error = absl::StrCat("cannot map ", path);
+    module->error = absl::StrCat("cannot map ", path, S_ISREG(st.st_mode) ? "" : " (not a regular file)");
     return nullptr;
   }
   auto file = std::make_unique<MappedFile>();
