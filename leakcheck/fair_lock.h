@@ -4,12 +4,18 @@
 // reports without pause asks again within a microsecond of its release: a fork() (or another
 // thread's check) waited behind tens of reports, 44 s for one fork with a 16-thread program
 // beside it, with no bound under more load. Here a waiter is served after those ahead of it.
-// Waiters sleep on a futex (a report holds the lock for milliseconds to seconds). Allocates
-// nothing; not recursive; not for signal handlers.
+// Waiters sleep on a futex (a report holds the lock for milliseconds to seconds). A waiter's
+// ticket must be served, or every later Lock() (fork()'s too) waits for ever: a signal handler
+// that ran while it waited and never returned (_exit, whose hook writes the exit report through
+// this lock; siglongjmp) would abandon it, so a waiter blocks every signal but the one a leak
+// check parks threads with (whose handler returns) until it is served. Allocates nothing; not
+// recursive; not for signal handlers.
 #ifndef STACKWALK_LEAKCHECK_FAIR_LOCK_H_
 #define STACKWALK_LEAKCHECK_FAIR_LOCK_H_
 
 #include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,18 +23,25 @@
 #include <climits>
 #include <cstdint>
 
+#include "leakcheck/scan/stop_world.h"  // ParkingSignal
+
 namespace stackwalk::leakcheck {
 
 class FairLock {
  public:
   void Lock() {
+    sigset_t blocked, before;
+    sigfillset(&blocked);
+    sigdelset(&blocked, ParkingSignal());
+    pthread_sigmask(SIG_BLOCK, &blocked, &before);
     const uint32_t ticket = next_.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
       const uint32_t serving = serving_.load(std::memory_order_acquire);
-      if (serving == ticket) return;
+      if (serving == ticket) break;
       // Sleeps only while serving_ still holds what was read (the kernel compares first).
       syscall(SYS_futex, FutexWord(), FUTEX_WAIT_PRIVATE, serving, nullptr, nullptr, 0);
     }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   void Unlock() {
     serving_.fetch_add(1, std::memory_order_release);

@@ -48,6 +48,41 @@ TEST(FairLock, AWaiterGoesBeforeTheHolderAsksAgain) {
   EXPECT_EQ(lock.queued(), 0u);
 }
 
+std::atomic<int> g_signals_taken{0};
+void CountSignal(int) { g_signals_taken.fetch_add(1); }
+
+TEST(FairLock, AWaiterTakesNoSignalUntilServedButTheParkingOne) {
+  // A handler run while a thread waited that never returned (_exit, whose hook reports through
+  // this lock) would leave its ticket unserved and every later Lock() waiting for ever: a
+  // waiter takes its signals once served. The leak check's parking signal stays open.
+  struct sigaction action = {}, before_usr1 = {}, before_parking = {};
+  action.sa_handler = CountSignal;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &before_usr1), 0);
+  ASSERT_EQ(sigaction(ParkingSignal(), &action, &before_parking), 0);
+  FairLock lock;
+  lock.Lock();
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    lock.Lock();
+    served.store(true);
+    lock.Unlock();
+  });
+  WaitUntilQueued(lock, 2);
+  g_signals_taken.store(0);
+  pthread_kill(waiter.native_handle(), ParkingSignal());
+  while (g_signals_taken.load() == 0) std::this_thread::yield();  // taken while waiting
+  pthread_kill(waiter.native_handle(), SIGUSR1);
+  usleep(50 * 1000);  // time for a handler to run, were it not blocked
+  EXPECT_EQ(g_signals_taken.load(), 1) << "SIGUSR1 was taken while the thread waited";
+  EXPECT_FALSE(served.load());
+  lock.Unlock();
+  waiter.join();
+  EXPECT_EQ(g_signals_taken.load(), 2) << "SIGUSR1 was not taken once the thread was served";
+  sigaction(SIGUSR1, &before_usr1, nullptr);
+  sigaction(ParkingSignal(), &before_parking, nullptr);
+}
+
 TEST(FairLock, ThreadsAreServedInTheOrderTheyAsked) {
   FairLock lock;
   std::vector<int> order;  // under the lock

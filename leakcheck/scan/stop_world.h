@@ -91,6 +91,11 @@ class StoppedWorld {
 // installs the handler (it is installed once and kept).
 void SetStopSignal(int signo);
 
+// The signal the signal method parks threads with: the installed one, else the one asked for,
+// else SIGRTMIN+5. A thread that blocks signals while it waits (FairLock) leaves this one open,
+// so that a check can still park it. Async-signal-safe.
+int ParkingSignal();
+
 }  // namespace stackwalk::leakcheck
 
 #endif  // STACKWALK_LEAKCHECK_SCAN_STOP_WORLD_H_

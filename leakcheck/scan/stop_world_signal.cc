@@ -215,6 +215,12 @@ bool Alive(int pid, int tid) { return raw::Syscall(SYS_tgkill, pid, tid, 0) != -
 
 void SetStopSignal(int signo) { g_requested_signal.store(signo, std::memory_order_relaxed); }
 
+int ParkingSignal() {
+  if (const int installed = g_installed_signal.load(std::memory_order_relaxed)) return installed;
+  if (const int requested = g_requested_signal.load(std::memory_order_relaxed)) return requested;
+  return SIGRTMIN + 5;
+}
+
 namespace {
 
 // One pass's listing, in an own mapping grown as needed (no malloc while threads are parked).
