@@ -56,11 +56,12 @@ for target in "${targets[@]}"; do
           run_env=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp)
           # TSan delivers asynchronous signals at its own points and takes fatal ones itself, and
           # a child forked from its threads hangs on the first signal: the signal, profiling, fork
-          # and crash tests (ASan's run has them) and the peers' comparison (nongnu libunwind
-          # crashes in TSan's mutex hooks at thread exit) are left out.
+          # and crash tests (the snapshot tests' fixture is a crash too; ASan's run has them) and
+          # the peers' comparison (nongnu libunwind crashes in TSan's mutex hooks at thread exit)
+          # are left out.
           # The leak check's signal method parks threads with a signal TSan would hold back until
           # they next enter the runtime (a spinning or blocked thread never parks).
-          ctest_args=(-E "Signal|Profiling|Stress.Fork|crash_handler_test|crash_c_api_test|differential_test|StopWorld.*/signal|$inprocess_checks") ;;
+          ctest_args=(-E "Signal|Profiling|Stress.Fork|crash_handler_test|crash_c_api_test|snapshot_write_test|snapshot_dump_test|differential_test|StopWorld.*/signal|$inprocess_checks") ;;
     *) echo "unknown target $target (native, aarch64, arm, asan, tsan or fuzz)"; exit 2 ;;
   esac
   build="$root/build/test-$target"

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -489,6 +490,12 @@ TEST(CrashHandler, InstallRefusesOptionsThatCannotWork) {
   add("a read-only fd", -EBADF, [read_only](auto& o) { o.fd = read_only; });
   add("a path in no directory", -ENOENT,
       [](auto& o) { o.path = "/nonexistent-stackwalk-dir/crash.txt"; });
+  add("snapshot_stack_bytes above the limit", -EINVAL,
+      [](auto& o) { o.snapshot_stack_bytes = stackwalk::kMaxSnapshotStackBytes + 1; });
+  add("an empty snapshot_path", -EINVAL, [](auto& o) { o.snapshot_path = ""; });
+  static const std::string long_path(stackwalk::kMaxSnapshotPath, 'x');
+  add("a snapshot_path too long", -ENAMETOOLONG,
+      [](auto& o) { o.snapshot_path = long_path.c_str(); });
 
   for (size_t i = 0; i < bad.size(); ++i) {
     EXPECT_EQ(stackwalk::InstallCrashHandler(bad[i].second), expected[i]) << bad[i].first;
@@ -512,6 +519,48 @@ TEST(CrashHandler, InstallRefusesOptionsThatCannotWork) {
   EXPECT_TRUE(r.complete) << o.report;
   ASSERT_GE(r.frames.size(), 3u) << o.report;  // not max_frames 0 or 1
   EXPECT_EQ(r.frames[0].function, "crash_leaf") << o.report;
+}
+
+// A snapshot is written after the frames and says where it went; one that cannot be written
+// costs the report nothing. (Its contents: snapshot_test, snapshot_dump_test.py.)
+TEST(CrashHandler, SnapshotIsWrittenOrItsFailureReportedAfterACompleteReport) {
+  char dir[] = "/tmp/crash_snapshot_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/crash.snapshot";
+  const std::string nowhere = "/nonexistent-stackwalk-dir/crash.snapshot";
+  for (const std::string& target : {path, nowhere}) {
+    Outcome o = RunCrashingChild([&target] {
+      stackwalk::CrashHandlerOptions options;
+      options.fd = g_report_fd;
+      options.snapshot_path = target.c_str();
+      options.snapshot_stack_bytes = 16 * 1024;
+      if (stackwalk::InstallCrashHandler(options) != 0) _exit(102);
+      crash_caller();
+    });
+    EXPECT_TRUE(DiedBy(o.status, SIGSEGV)) << o.status;
+    Report r = Parse(o.report);
+    EXPECT_TRUE(r.complete) << o.report;
+    EXPECT_EQ(FrameFunction(o.report, 0), "crash_leaf") << o.report;
+    EXPECT_EQ(FrameFunction(o.report, 1), "crash_caller") << o.report;
+    const size_t line = o.report.find("*** snapshot ");
+    ASSERT_NE(line, std::string::npos) << o.report;
+    EXPECT_LT(line, o.report.find("*** end of report")) << o.report;
+    if (target == path) {
+      struct stat st;
+      ASSERT_EQ(stat(path.c_str(), &st), 0);
+      const std::string said = "*** snapshot " + path + ": " + std::to_string(st.st_size) + " bytes, ";
+      EXPECT_NE(o.report.find(said), std::string::npos) << said << "\n" << o.report;
+      EXPECT_GT(st.st_size, 1024);
+      EXPECT_LT(st.st_size, 16 * 1024 + 64 * 1024);  // the stack bounded by snapshot_stack_bytes
+    } else {
+      EXPECT_NE(o.report.find("*** snapshot not written: open " + nowhere + ": errno " +
+                              std::to_string(ENOENT)),
+                std::string::npos)
+          << o.report;
+    }
+  }
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 TEST(CrashHandler, ModuleListNamesALibraryOpenedAfterInstallByItsFile) {

@@ -3,6 +3,16 @@
 // named by the symbolizer (function, file:line:column, inline frames).
 //
 //   stackwalk-dump [--json] [--no-names] [--max-frames N] PID
+//   stackwalk-dump [--json] [--no-names] [--max-frames N] --snapshot FILE [--sysroot DIR]
+//                  [--debug-dir DIR]
+//
+// --snapshot unwinds and names a crash snapshot the crash handler wrote
+// (CrashHandlerOptions::snapshot_path, docs/snapshot-format.md) instead of a live process: the
+// crashing thread's registers, over the stack bytes it holds (a read anywhere else fails), with
+// the objects it lists, each file found at DIR + its path under --sysroot (else at its path),
+// or by build-id under --debug-dir (DIR/.build-id/xx/rest[.debug]); a file whose build-id is not
+// the snapshot's is not used. Exit status 1, after the best partial answer, when the snapshot is
+// cut short, corrupt, or of an architecture this build cannot unwind.
 //
 // The process's maps and object files are read first, while it runs; then each thread in turn is
 // stopped (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal reaches the program), its registers and
@@ -25,6 +35,7 @@
 // error), 1 when the process cannot be read or traced (the reason on stderr: no such process,
 // ptrace refused and why), 2 for a usage error.
 
+#include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -44,6 +55,8 @@
 #include "format/frame_json.h"
 #include "remote/remote_memory.h"
 #include "remote/remote_walk.h"
+#include "remote/snapshot_memory.h"
+#include "remote/snapshot_reader.h"
 #include "remote/target_modules.h"
 #include "remote/thread_stop.h"
 #include "stackwalk/symbolizer.h"
@@ -59,6 +72,9 @@ struct Options {
   bool names = true;
   int max_frames = 256;
   pid_t pid = 0;
+  std::string snapshot;   // --snapshot FILE, instead of a PID
+  std::string sysroot;
+  std::string debug_dir;
 };
 
 constexpr int kMaxFramesLimit = 65536;
@@ -66,8 +82,12 @@ constexpr int kMaxFramesLimit = 65536;
 void Usage(FILE* to) {
   std::fprintf(to,
                "usage: stackwalk-dump [--json] [--no-names] [--max-frames N] PID\n"
+               "       stackwalk-dump [--json] [--no-names] [--max-frames N] --snapshot FILE\n"
+               "                      [--sysroot DIR] [--debug-dir DIR]\n"
                "  every thread of process PID: its tid and name, how long it was stopped, its\n"
-               "  frames unwound from outside (CFI, frame pointers) and named (file:line, inlines)\n");
+               "  frames unwound from outside (CFI, frame pointers) and named (file:line, inlines);\n"
+               "  or the crashed thread of a crash snapshot, its objects' files found under\n"
+               "  --sysroot by path or under --debug-dir by build-id\n");
 }
 
 bool ParseNumber(const char* text, long lo, long hi, long* out) {
@@ -95,6 +115,15 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return 2;
       }
       o->max_frames = static_cast<int>(v);
+    } else if ((arg == "--snapshot" || arg == "--sysroot" || arg == "--debug-dir") &&
+               i + 1 < argc) {
+      std::string& to = arg == "--snapshot" ? o->snapshot : arg == "--sysroot" ? o->sysroot
+                                                                              : o->debug_dir;
+      to = argv[++i];
+      if (to.empty()) {
+        std::fprintf(stderr, "stackwalk-dump: %s takes a non-empty path\n", arg.c_str());
+        return 2;
+      }
     } else if (arg == "--help" || arg == "-h") {
       Usage(stdout);
       std::exit(0);
@@ -107,7 +136,9 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return 2;
     }
   }
-  if (!have_pid) {
+  if (have_pid == !o->snapshot.empty() ||
+      (o->snapshot.empty() && (!o->sysroot.empty() || !o->debug_dir.empty()))) {
+    if (have_pid) std::fprintf(stderr, "stackwalk-dump: a PID or --snapshot FILE, not both\n");
     Usage(stderr);
     return 2;
   }
@@ -175,6 +206,17 @@ void PrintText(const Options& o, const std::string& name, const std::vector<Thre
   }
 }
 
+// A thread's "end", "error", "frame_trust" and "frames".
+void AddWalkJson(const ThreadDump& d, nlohmann::ordered_json* t) {
+  (*t)["end"] = d.error.empty() ? EndName(d.walk.end) : "";
+  (*t)["error"] = d.error;
+  // How each trace frame was found (by index; inline frames share their index's).
+  (*t)["frame_trust"] = nlohmann::ordered_json::array();
+  for (const TargetFrame& f : d.walk.frames) (*t)["frame_trust"].push_back(TrustName(f.trust));
+  (*t)["frames"] = nlohmann::ordered_json::array();
+  for (const SymbolizedFrame& f : d.frames) (*t)["frames"].push_back(FrameJson(f));
+}
+
 void PrintJson(const Options& o, const std::string& name, const std::vector<ThreadDump>& dumps,
                int64_t total_us, int64_t max_us) {
   nlohmann::ordered_json out;
@@ -186,18 +228,146 @@ void PrintJson(const Options& o, const std::string& name, const std::vector<Thre
     t["tid"] = d.thread.tid;
     t["name"] = d.thread.name;
     t["stopped_us"] = d.stopped_us;
-    t["end"] = d.error.empty() ? EndName(d.walk.end) : "";
-    t["error"] = d.error;
-    // How each trace frame was found (by index; inline frames share their index's).
-    t["frame_trust"] = nlohmann::ordered_json::array();
-    for (const TargetFrame& f : d.walk.frames) t["frame_trust"].push_back(TrustName(f.trust));
-    t["frames"] = nlohmann::ordered_json::array();
-    for (const SymbolizedFrame& f : d.frames) t["frames"].push_back(FrameJson(f));
+    AddWalkJson(d, &t);
     out["threads"].push_back(std::move(t));
   }
   out["stopped_us_total"] = total_us;
   out["stopped_us_max"] = max_us;
   std::printf("%s\n", DumpJson(out).c_str());
+}
+
+const char* SignalAbbrev(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal";
+  }
+}
+
+#if defined(__x86_64__)
+constexpr uint32_t kHostMachine = 62;   // EM_X86_64
+#elif defined(__aarch64__)
+constexpr uint32_t kHostMachine = 183;  // EM_AARCH64
+#else
+constexpr uint32_t kHostMachine = 0;    // no remote walks on 32-bit hosts yet
+#endif
+
+// stackwalk-dump --snapshot FILE: 0, or 1 after the best partial answer.
+int RunSnapshot(const Options& o) {
+  std::string bytes;
+  {
+    FILE* f = std::fopen(o.snapshot.c_str(), "rb");
+    if (f == nullptr) {
+      std::fprintf(stderr, "stackwalk-dump: cannot open %s: %s\n", o.snapshot.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+    // Bounded: a snapshot holds at most 16 MiB of stack; /dev/zero is not read for ever.
+    constexpr size_t kMaxSnapshotFile = size_t{64} << 20;
+    char buf[65536];
+    for (size_t n; bytes.size() <= kMaxSnapshotFile &&
+                   (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) {
+      bytes.append(buf, n);
+    }
+    const bool failed = std::ferror(f) != 0;
+    std::fclose(f);
+    if (failed || bytes.size() > kMaxSnapshotFile) {
+      std::fprintf(stderr, "stackwalk-dump: cannot read %s%s\n", o.snapshot.c_str(),
+                   failed ? "" : ": larger than any snapshot (64 MiB)");
+      return 1;
+    }
+  }
+  const Snapshot snap =
+      ReadSnapshot(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  std::vector<std::string> problems;
+  if (!snap.error.empty()) problems.push_back(snap.error);
+  std::unique_ptr<TargetModules> modules =
+      TargetModules::FromSnapshot(snap.modules, o.sysroot, o.debug_dir);
+  ThreadDump d;
+  d.thread.tid = snap.tid;
+  d.thread.name = snap.thread_name;
+  const bool same_arch = snap.machine == kHostMachine && snap.word_size == sizeof(void*);
+  if (snap.version != 0 && !same_arch) {
+    d.error = absl::StrCat("a snapshot of an ", MachineName(snap.machine),
+                           " process: this stackwalk-dump unwinds ", MachineName(kHostMachine),
+                           " snapshots only (so far)");
+  } else if (!snap.has_registers || !snap.has_stack) {
+    d.error = snap.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
+  } else if (snap.registers.size() != static_cast<size_t>(NativeArch::kNumRegs)) {
+    d.error = absl::StrCat("the snapshot holds ", snap.registers.size(), " registers, ",
+                           MachineName(kHostMachine), " has ", NativeArch::kNumRegs);
+  } else {
+    NativeRegs regs;
+    for (int i = 0; i < NativeArch::kNumRegs; ++i) {
+      if ((snap.register_mask >> i) & 1) regs.Set(i, snap.registers[i]);
+    }
+    SnapshotMemory memory(snap.stack_address, snap.stack);
+    d.walk = WalkTarget(regs, memory, *modules, o.max_frames);
+  }
+  if (!d.error.empty()) problems.push_back(d.error);
+  std::unique_ptr<Symbolizer> symbolizer;
+  if (o.names) symbolizer = std::make_unique<Symbolizer>();
+  d.frames = NameFrames(d.walk, *modules, symbolizer.get());
+  // The objects a frame lies in whose files were not found or not usable: those frames are
+  // neither unwound through by CFI nor named.
+  std::vector<const TargetModule*> missing;
+  for (const TargetFrame& f : d.walk.frames) {
+    const TargetModule* m = modules->Find(f.pc);
+    if (m != nullptr && !m->error.empty() &&
+        std::find(missing.begin(), missing.end(), m) == missing.end()) {
+      missing.push_back(m);
+    }
+  }
+  if (o.json) {
+    nlohmann::ordered_json out;
+    out["snapshot"] = o.snapshot;
+    out["machine"] = MachineName(snap.machine);
+    out["version"] = snap.version;
+    out["complete"] = snap.complete;
+    out["error"] = snap.error;
+    out["pid"] = snap.pid;
+    out["signal"] = snap.signal;
+    out["code"] = snap.code;
+    out["fault_address"] = snap.fault_address;
+    out["stack_bytes"] = snap.stack.size();
+    nlohmann::ordered_json t;
+    t["tid"] = snap.tid;
+    t["name"] = snap.thread_name;
+    AddWalkJson(d, &t);
+    out["threads"] = nlohmann::ordered_json::array({std::move(t)});
+    out["modules"] = nlohmann::ordered_json::array();
+    for (const TargetModule& m : modules->modules()) {
+      out["modules"].push_back({{"path", m.path}, {"build_id", m.build_id},
+                                {"load_bias", m.load_bias}, {"file", m.file}, {"error", m.error}});
+    }
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    std::printf("Snapshot %s: %s, process %d, %s (signal %d), code %d, fault address 0x%llx, "
+                "%zu stack bytes, %zu objects\n",
+                o.snapshot.c_str(), MachineName(snap.machine).c_str(), snap.pid,
+                SignalAbbrev(snap.signal), snap.signal, snap.code,
+                static_cast<unsigned long long>(snap.fault_address), snap.stack.size(),
+                snap.modules.size());
+    std::printf("\nThread %d (%s):", snap.tid, snap.thread_name.c_str());
+    if (!d.error.empty()) {
+      std::printf("  not unwound: %s\n", d.error.c_str());
+    } else {
+      std::printf("  %zu frames, %s\n", d.walk.frames.size(), EndName(d.walk.end));
+      std::fputs(stackwalk::FormatFrames(d.frames).c_str(), stdout);
+    }
+    for (const TargetModule* m : missing) {
+      std::printf("  (object %s: %s)\n", m->path.c_str(), m->error.c_str());
+    }
+  }
+  for (const std::string& p : problems) {
+    std::fprintf(stderr, "stackwalk-dump: %s: %s\n", o.snapshot.c_str(), p.c_str());
+  }
+  if (std::fflush(stdout) != 0) return 1;
+  return problems.empty() ? 0 : 1;
 }
 
 int Run(const Options& o) {
@@ -295,5 +465,5 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (int status = ParseArgs(argc, argv, &o); status != 0) return status;
-  return Run(o);
+  return o.snapshot.empty() ? Run(o) : RunSnapshot(o);
 }

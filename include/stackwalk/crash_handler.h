@@ -59,9 +59,19 @@ struct CrashHandlerOptions {
   int max_frames = 64;           // 1 to kMaxCrashFrames
   Method method = Method::kAuto; // one stackwalk_method_available() says this build has
   bool alternate_stack = true;   // give the installing thread an alternate signal stack
+  // A crash snapshot (docs/snapshot-format.md) written to this file (created or truncated at
+  // the crash) after the report's frames, for `stackwalk-dump --snapshot FILE` to unwind and
+  // name later, on another machine too: the registers, up to snapshot_stack_bytes of the stack
+  // from SP, the loaded objects. The report says where it went, or why it did not ("***
+  // snapshot ..."); a snapshot that fails takes nothing from the report.
+  const char* snapshot_path = nullptr;  // copied at install time
+  size_t snapshot_stack_bytes = STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES;  // up to 16 MiB
 };
 
 inline constexpr int kMaxCrashFrames = 256;
+inline constexpr size_t kDefaultSnapshotStackBytes = STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES;
+inline constexpr size_t kMaxSnapshotStackBytes = size_t{16} << 20;
+inline constexpr size_t kMaxSnapshotPath = 4096;  // bytes, with the NUL
 
 // InstallCrashHandler()
 //
@@ -69,7 +79,9 @@ inline constexpr int kMaxCrashFrames = 256;
 // nothing (a handler installed before keeps its options):
 //   -EINVAL  max_frames outside 1..kMaxCrashFrames, or a method this build or architecture
 //            lacks (stackwalk_method_available() == 0: kExidx off 32-bit ARM, a value that is
-//            no Method);
+//            no Method), snapshot_stack_bytes above kMaxSnapshotStackBytes, an empty
+//            snapshot_path;
+//   -ENAMETOOLONG  snapshot_path of kMaxSnapshotPath bytes or more;
 //   -EBADF   no path, and fd is negative, not open, or open read-only;
 //   other    -errno of open(path), sigaltstack/mmap, or sigaction.
 // Calling it again replaces the options.

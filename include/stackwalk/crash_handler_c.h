@@ -10,9 +10,14 @@
 #ifndef STACKWALK_CRASH_HANDLER_C_H_
 #define STACKWALK_CRASH_HANDLER_C_H_
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The stack bytes a crash snapshot holds unless told otherwise: 64 KiB from the SP. */
+#define STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES ((size_t)64 * 1024)
 
 /* stackwalk_install_crash_handler()
  *
@@ -25,6 +30,20 @@ extern "C" {
  *
  * Signal safety: NOT async-signal-safe (installs handlers, maps the alternate stack). */
 int stackwalk_install_crash_handler(int fd);
+
+/* stackwalk_install_crash_handler_with_snapshot()
+ *
+ * As stackwalk_install_crash_handler(fd), and at a crash also writes a snapshot to
+ * `snapshot_path` (created or truncated then) holding the crashing thread's registers, up to
+ * `stack_bytes` of its stack from SP (STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES is 64 KiB; at most
+ * 16 MiB) and the loaded objects, for `stackwalk-dump --snapshot FILE` to unwind and name later,
+ * elsewhere too (docs/snapshot-format.md). Returns 0 or a negative errno and installs nothing:
+ * as above, and -EINVAL for an empty path or stack_bytes above 16 MiB, -ENAMETOOLONG for a
+ * path of 4096 bytes or more.
+ *
+ * Signal safety: NOT async-signal-safe. */
+int stackwalk_install_crash_handler_with_snapshot(int fd, const char* snapshot_path,
+                                                  size_t stack_bytes);
 
 /* stackwalk_prepare_thread_for_crashes()
  *

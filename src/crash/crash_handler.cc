@@ -14,6 +14,7 @@
 
 #include "core/module_map.h"
 #include "crash/report_writer.h"
+#include "crash/snapshot_writer.h"
 #include "format/frame_layout.h"
 #include "stackwalk/stackwalk.h"
 #include "symbolize/safe_symbolizer.h"
@@ -32,6 +33,8 @@ struct State {
   int max_frames = 64;
   int method = STACKWALK_AUTO;
   bool installed = false;
+  size_t snapshot_stack_bytes = kDefaultSnapshotStackBytes;
+  char snapshot_path[kMaxSnapshotPath] = {};  // "" when no snapshot is asked for
   struct sigaction previous[65];
 };
 State g_state;
@@ -142,6 +145,29 @@ void WriteModules(ReportWriter& w, const ModuleList& modules) {
   }
 }
 
+// The snapshot, if one was asked for, and a report line saying where it went or why it did not.
+// After the frames: a snapshot that fails costs the report nothing.
+void WriteSnapshot(ReportWriter& w, int sig, siginfo_t* info, void* ucontext) {
+  if (g_state.snapshot_path[0] == '\0') return;
+  int fd = open(g_state.snapshot_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    w.Text("*** snapshot not written: open ").Text(g_state.snapshot_path).Text(": errno ")
+        .Dec(errno).Text("\n").Flush();
+    return;
+  }
+  internal::SnapshotWritten s =
+      internal::WriteCrashSnapshot(fd, sig, info, ucontext, g_state.snapshot_stack_bytes);
+  close(fd);
+  if (s.error != 0) {
+    w.Text("*** snapshot cut short: write ").Text(g_state.snapshot_path).Text(": errno ")
+        .Dec(s.error).Text("\n").Flush();
+    return;
+  }
+  w.Text("*** snapshot ").Text(g_state.snapshot_path).Text(": ").Dec(static_cast<long long>(s.bytes))
+      .Text(" bytes, ").Dec(static_cast<long long>(s.stack_bytes)).Text(" of stack, ")
+      .Dec(s.modules).Text(" modules\n").Flush();
+}
+
 void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   ReportWriter w(g_state.fd);
   w.Text("*** stackwalk: ").Text(SignalName(sig)).Text(", code ").Dec(info->si_code);
@@ -159,7 +185,9 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   int n = stackwalk_backtrace_from_context(ucontext, pcs, g_state.max_frames,
                                            static_cast<stackwalk_method>(g_state.method));
   if (n < 0) {
-    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n*** end of report\n").Flush();
+    w.Text("*** unwinding failed: ").Text(stackwalk_strerror(n)).Text("\n").Flush();
+    WriteSnapshot(w, sig, info, ucontext);
+    w.Text("*** end of report\n").Flush();
     return;
   }
   w.Text(kFramesLegend).Flush();
@@ -178,6 +206,7 @@ void WriteReport(int sig, siginfo_t* info, void* ucontext) {
   }
   if (n == g_state.max_frames) w.Text("*** (more frames not shown)\n").Flush();
   WriteModules(w, modules);
+  WriteSnapshot(w, sig, info, ucontext);
   w.Text("*** end of report\n").Flush();
 }
 
@@ -248,7 +277,23 @@ int CheckOptions(const CrashHandlerOptions& options) {
     if (flags < 0) return -errno;  // EBADF: not open
     if ((flags & O_ACCMODE) == O_RDONLY) return -EBADF;
   }
+  if (options.snapshot_stack_bytes > kMaxSnapshotStackBytes) return -EINVAL;
+  if (options.snapshot_path != nullptr) {
+    if (options.snapshot_path[0] == '\0') return -EINVAL;
+    if (std::strlen(options.snapshot_path) >= kMaxSnapshotPath) return -ENAMETOOLONG;
+  }
   return 0;
+}
+
+// The snapshot's options (CheckOptions bounded the path). A crash in another thread during a
+// reinstall may see a mix of the old path and the new: the report names the one it used.
+void SetSnapshotOptions(const CrashHandlerOptions& options) {
+  g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
+  if (options.snapshot_path != nullptr) {
+    std::memcpy(g_state.snapshot_path, options.snapshot_path, std::strlen(options.snapshot_path) + 1);
+  } else {
+    g_state.snapshot_path[0] = '\0';
+  }
 }
 
 }  // namespace
@@ -269,6 +314,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     }
   }
   const int method = static_cast<int>(options.method);
+
   // Warm what the handler will need: this thread's stack bounds and the module map.
   void* warm[4];
   stackwalk_backtrace(warm, 4, static_cast<stackwalk_method>(method));
@@ -286,6 +332,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.fd = fd;
     g_state.max_frames = options.max_frames;
     g_state.method = method;
+    SetSnapshotOptions(options);
     for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
       if (sigaction(kSignals[i], &sa, &previous[i]) != 0) {
         err = -errno;
@@ -293,6 +340,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
         g_state.fd = old_fd;
         g_state.max_frames = old_max;
         g_state.method = old_method;
+        g_state.snapshot_path[0] = '\0';  // nothing was installed: no handler reads it
         if (options.path != nullptr) close(fd);
         return err;
       }
@@ -305,6 +353,7 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.fd = fd;
     g_state.max_frames = options.max_frames;
     g_state.method = method;
+    SetSnapshotOptions(options);
   }
   if (g_state.owned_fd >= 0 && g_state.owned_fd != fd) close(g_state.owned_fd);
   g_state.owned_fd = options.path != nullptr ? fd : -1;
@@ -322,6 +371,15 @@ void UninstallCrashHandler() {
 extern "C" int stackwalk_install_crash_handler(int fd) {
   stackwalk::CrashHandlerOptions options;
   options.fd = fd;
+  return stackwalk::InstallCrashHandler(options);
+}
+
+extern "C" int stackwalk_install_crash_handler_with_snapshot(int fd, const char* snapshot_path,
+                                                            size_t stack_bytes) {
+  stackwalk::CrashHandlerOptions options;
+  options.fd = fd;
+  options.snapshot_path = snapshot_path;
+  options.snapshot_stack_bytes = stack_bytes;
   return stackwalk::InstallCrashHandler(options);
 }
 

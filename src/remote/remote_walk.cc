@@ -4,12 +4,15 @@
 #include "ehframe/ehframe_step.h"
 #include "fp/fp_step.h"
 #include "remote/remote_memory.h"
+#include "remote/snapshot_memory.h"
 #include "remote/target_modules.h"
 
 namespace stackwalk::internal {
+namespace {
 
-TargetWalk WalkTarget(const NativeRegs& start, RemoteMemory& memory, const TargetModules& modules,
-                      int max_frames) {
+template <class Memory>
+TargetWalk Walk(const NativeRegs& start, Memory& memory, const TargetModules& modules,
+                int max_frames) {
   TargetWalk walk;
   NativeRegs regs = start;
   WalkState state;  // pc_is_exact: the first frame is the interrupted PC
@@ -37,6 +40,18 @@ TargetWalk WalkTarget(const NativeRegs& start, RemoteMemory& memory, const Targe
   }
   walk.end = StepResult::kOk;
   return walk;
+}
+
+}  // namespace
+
+TargetWalk WalkTarget(const NativeRegs& regs, RemoteMemory& memory, const TargetModules& modules,
+                      int max_frames) {
+  return Walk(regs, memory, modules, max_frames);
+}
+
+TargetWalk WalkTarget(const NativeRegs& regs, SnapshotMemory& memory,
+                      const TargetModules& modules, int max_frames) {
+  return Walk(regs, memory, modules, max_frames);
 }
 
 const char* TrustName(FrameTrust trust) {

@@ -14,6 +14,7 @@
 namespace stackwalk::internal {
 
 class RemoteMemory;
+class SnapshotMemory;
 class TargetModules;
 
 // How a frame was found, as crash reporters mark it.
@@ -36,6 +37,9 @@ struct TargetWalk {
 
 TargetWalk WalkTarget(const NativeRegs& regs, RemoteMemory& memory, const TargetModules& modules,
                       int max_frames);
+// The same walk over a crash snapshot's stack bytes.
+TargetWalk WalkTarget(const NativeRegs& regs, SnapshotMemory& memory,
+                      const TargetModules& modules, int max_frames);
 
 const char* TrustName(FrameTrust trust);
 // "end of stack", "gave up: ..." for a walk's end.

@@ -18,6 +18,7 @@
 #include "core/build_id.h"
 #include "core/proc_maps.h"
 #include "remote/remote_memory.h"
+#include "remote/snapshot_reader.h"
 
 namespace stackwalk::internal {
 namespace {
@@ -113,7 +114,7 @@ void TargetModules::Describe(const MappedFile& file, const std::vector<FileMappi
   std::vector<Elf64_Phdr> phdrs(eh.e_phnum);
   std::memcpy(phdrs.data(), file.bytes + eh.e_phoff, eh.e_phnum * sizeof(Elf64_Phdr));
   // The target's load bias: the first mapping whose offset starts a PT_LOAD segment.
-  bool have_bias = false;
+  bool have_bias = mappings.empty();
   for (const FileMapping& m : mappings) {
     for (const Elf64_Phdr& ph : phdrs) {
       if (ph.p_type == PT_LOAD && (ph.p_offset & kPageMask) == m.offset) {
@@ -269,6 +270,98 @@ void TargetModules::LoadVdso(RemoteMemory& memory) {
     Describe(*file, mappings_[i], &module);
     files_.push_back(std::move(file));
   }
+}
+
+std::unique_ptr<TargetModules::MappedFile> TargetModules::MapFile(const std::string& path,
+                                                                  TargetModule* module) {
+  // O_NONBLOCK: a FIFO at a path a snapshot names must not block the open (only regular
+  // files are mapped below).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    module->error = absl::StrCat("cannot open ", path, ": ", std::strerror(errno));
+    return nullptr;
+  }
+  struct stat st{};
+  void* bytes = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    bytes = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  close(fd);
+  if (bytes == MAP_FAILED) {
+    module->error = absl::StrCat("cannot map ", path, S_ISREG(st.st_mode) ? "" : " (not a regular file)");
+    return nullptr;
+  }
+  auto file = std::make_unique<MappedFile>();
+  file->bytes = static_cast<const unsigned char*>(bytes);
+  file->size = static_cast<size_t>(st.st_size);
+  file->owned_mmap = true;
+  return file;
+}
+
+std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
+    const std::vector<SnapshotModule>& listed, const std::string& sysroot,
+    const std::string& debug_dir) {
+  auto result = std::unique_ptr<TargetModules>(new TargetModules());
+  TargetModules& t = *result;
+  for (const SnapshotModule& s : listed) {
+    TargetModule module;
+    module.path = s.path;
+    module.load_bias = s.load_bias;
+    module.extent = s.extent;
+    module.exec = s.exec;
+    module.is_vdso = s.is_vdso;
+    for (const AddressRange& r : s.exec) t.executable_.push_back(r);
+    if (s.is_vdso) {
+      module.error = "the vDSO's tables are not in the snapshot";
+      t.modules_.push_back(std::move(module));
+      continue;
+    }
+    std::vector<std::string> candidates;
+    if (!s.path.empty()) candidates.push_back(sysroot.empty() ? s.path : sysroot + s.path);
+    if (!debug_dir.empty() && s.build_id.size() > 2) {
+      const std::string base = absl::StrCat(debug_dir, "/.build-id/", s.build_id.substr(0, 2), "/",
+                                            s.build_id.substr(2));
+      candidates.push_back(base);
+      candidates.push_back(base + ".debug");
+    }
+    std::string why;
+    for (const std::string& path : candidates) {
+      TargetModule tried = module;
+      std::unique_ptr<MappedFile> file = MapFile(path, &tried);
+      if (file == nullptr) {
+        if (why.empty()) why = tried.error;
+        continue;
+      }
+      Describe(*file, {}, &tried);
+      t.files_.push_back(std::move(file));
+      if (tried.build_id != s.build_id) {
+        if (why.empty()) {
+          why = absl::StrCat(path, " has build-id ", tried.build_id.empty() ? "none" : tried.build_id,
+                             ", the snapshot's is ", s.build_id.empty() ? "none" : s.build_id);
+        }
+        continue;
+      }
+      if (!tried.error.empty()) {
+        if (why.empty()) why = tried.error;
+        continue;
+      }
+      tried.file = path;
+      module = std::move(tried);
+      why.clear();
+      break;
+    }
+    if (module.file.empty()) {
+      module.error = why.empty() ? "no file to look for (no path, no build-id)" : why;
+      module.has_eh_frame = false;
+      module.debug_frame_index.clear();
+    }
+    t.modules_.push_back(std::move(module));
+  }
+  std::sort(t.modules_.begin(), t.modules_.end(),
+            [](const TargetModule& a, const TargetModule& b) { return a.extent.lo < b.extent.lo; });
+  std::sort(t.executable_.begin(), t.executable_.end(),
+            [](const AddressRange& a, const AddressRange& b) { return a.lo < b.lo; });
+  return result;
 }
 
 TargetModules::~TargetModules() {

@@ -25,6 +25,7 @@
 namespace stackwalk::internal {
 
 class RemoteMemory;
+struct SnapshotModule;
 
 // One object mapped in the target: the executable, a library or the vDSO.
 struct TargetModule {
@@ -48,6 +49,13 @@ class TargetModules {
   // Fails only if the maps cannot be read (no such process, no permission); an object whose
   // file cannot be opened or parsed is kept, with `error` saying why.
   static absl::StatusOr<std::unique_ptr<TargetModules>> Read(pid_t pid);
+  // The objects a crash snapshot lists, each file found as `sysroot` + its path (the path
+  // itself when sysroot is empty), or in `debug_dir`/.build-id/xx/rest (the file, else
+  // rest.debug) by its build-id. A file whose build-id differs from the listed one is not used
+  // (`error` says so): its tables would describe other code. No memory: no vDSO tables.
+  static std::unique_ptr<TargetModules> FromSnapshot(const std::vector<SnapshotModule>& listed,
+                                                     const std::string& sysroot,
+                                                     const std::string& debug_dir);
   ~TargetModules();
 
   // The target's readable mappings, sorted (for RemoteMemory).
@@ -79,6 +87,9 @@ class TargetModules {
   };
   // Reads `file`'s ELF program headers for `module`: the bias its mappings give, its tables,
   // its build-id. Sets module->error where it cannot.
+  // Maps `path` read-only; nullptr (and module->error) if it cannot.
+  static std::unique_ptr<MappedFile> MapFile(const std::string& path, TargetModule* module);
+  // With no mappings, module->load_bias is taken as known (a snapshot's).
   static void Describe(const MappedFile& file, const std::vector<FileMapping>& mappings,
                        TargetModule* module);
 
