@@ -110,7 +110,12 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
   }
   CheckScope scope;
   std::unique_ptr<FrameNamer> namer;
-  const LeakReport report = BuildReport(state, occasion, ReportCount() + 1, &namer, &scope);
+  // A check's report goes to the dump too (with program_report=0, only there: the launcher names
+  // it); the check itself names in the program all the same, for its records and listeners.
+  const bool dumping = append_report && state.options.dump[0] != '\0';
+  std::string dump;
+  const LeakReport report = BuildReport(state, occasion, ReportCount() + 1, &namer, &scope,
+                                        dumping ? &dump : nullptr);
 
   stackwalk_leak_summary& summary = out->summary;
   summary = {};
@@ -150,12 +155,15 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
 
   if (append_report) {
     const Options& options = state.options;
-    const std::string text =
-        options.json ? RenderJson(report)
-                     : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {
-                         return namer != nullptr ? namer->Format(frames) : std::string();
-                       });
-    DeliverReport(options.output, ReportCount() == 0, text);
+    if (dumping) DeliverDump(options.dump, ReportCount() == 0, dump);
+    if (options.program_report || !dumping) {
+      const std::string text =
+          options.json ? RenderJson(report)
+                       : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {
+                           return namer != nullptr ? namer->Format(frames) : std::string();
+                         });
+      DeliverReport(options.output, ReportCount() == 0, text);
+    }
     ++ReportCount();
   }
   summary.check_ns = ClockNs(CLOCK_MONOTONIC) - start;

@@ -116,6 +116,11 @@ bool ChosenProcess(const Options& options) {
 __attribute__((constructor(101))) void StartPreloaded() {
   State& s = ConfiguredState();
   if (!ChosenProcess(s.options)) {
+    // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
+    // through its own execs (a wrapper script's exec of the real program); a program it starts
+    // lets go of it, so that it does not keep the pipe open after the program ends.
+    const char* dump_fd = getenv("STACKWALK_LEAKCHECK_DUMP_FD");
+    if (dump_fd != nullptr && std::atoi(dump_fd) > 2) close(std::atoi(dump_fd));
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();
     return;

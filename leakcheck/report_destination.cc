@@ -1,9 +1,11 @@
 #include "leakcheck/report_destination.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -63,6 +65,11 @@ void DeliverDump(const char* path_pattern, bool first, const std::string& bytes)
   if (fd < 0) {
     WriteAll(StderrForReports(), "stackwalk-leakcheck: cannot write the dump " + path + "\n");
     return;
+  }
+  // Whole dumps, one process at a time: the launcher's pipe (--name-in=launcher, each process's
+  // own open description of it) takes writes of more than PIPE_BUF in pieces that another
+  // process's could come between. Released by the close (or the process's end).
+  while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
   }
   WriteAll(fd, bytes);
   close(fd);

@@ -22,6 +22,9 @@
 #include "leakcheck/options.h"
 #include "leakcheck/preload_reach.h"
 #include "leakcheck/suppressions.h"
+#ifdef STACKWALK_NAME_IN_LAUNCHER
+#include "leakcheck_supervisor.h"
+#endif
 
 #ifndef STACKWALK_VERSION
 #define STACKWALK_VERSION "unknown"
@@ -81,6 +84,10 @@ void PrintHelp(FILE* out) {
     }
     std::fprintf(out, "%s\n", line.c_str());
   }
+  std::fprintf(out, "  %-28s %s\n", "--name-in=launcher|program",
+               "where the report is named: in the program at its end (default), or in this "
+               "launcher, which runs the program as its child, gets its reports as dumps and names "
+               "them after the program ended");
   std::fprintf(out,
                "  %-28s %s\n  %-28s %s\n\n"
                "Exit status: PROGRAM's (or --exitcode's); 2 for a bad command line; 126 for\n"
@@ -134,12 +141,19 @@ int main(int argc, char** argv) {
       if (takes_value) shorts += ':';
     }
   }
+  constexpr int kNameIn = 3000;
+  longs.push_back({"name-in", required_argument, nullptr, kNameIn});
   longs.push_back({"help", no_argument, nullptr, 'h'});
   longs.push_back({"version", no_argument, nullptr, 'V'});
   longs.push_back({nullptr, 0, nullptr, 0});
 
   opterr = 0;  // the errors below name the option themselves
   std::string options;
+  // With --name-in=launcher the program gets neither where its report goes nor --exitcode: the
+  // launcher renders its dumps and decides.
+  std::string program_options;
+  bool name_in_launcher = false;
+  bool name_in_given = false;
   stackwalk::leakcheck::Options checked;
   for (;;) {
     const int previous = optind;
@@ -152,6 +166,14 @@ int main(int argc, char** argv) {
     if (c == 'V') {
       std::printf("stackwalk-leakcheck %s\n", STACKWALK_VERSION);
       return 0;
+    }
+    if (c == kNameIn) {
+      if (std::strcmp(optarg, "launcher") != 0 && std::strcmp(optarg, "program") != 0) {
+        return Usage(std::string("bad value '") + optarg + "' for --name-in (launcher or program)");
+      }
+      name_in_launcher = std::strcmp(optarg, "launcher") == 0;
+      name_in_given = true;
+      continue;
     }
     const char* word = argv[previous];
     if (c == '?' || c == ':') {
@@ -179,11 +201,21 @@ int main(int argc, char** argv) {
                    spec.help + ")");
     }
     options += ":" + TextFormItem(spec.key, value);
+    const std::string key = spec.key;
+    if (key != "output" && key != "exitcode" && key != "dump" && key != "program_report") {
+      program_options += ":" + TextFormItem(spec.key, value);
+    }
   }
   const int i = optind;
   if (i >= argc) return Usage("no program given");
   // A program that names nothing writes its dump alone: without one there would be no report,
   // and whether it leaked is known once the dump is named and suppressed, not in the program.
+  if (name_in_launcher && !checked.program_report) {
+    if (name_in_given) {
+      return Usage("--name-in=launcher names in the launcher: --program-report=0 does not apply");
+    }
+    name_in_launcher = false;  // the program writes its dump alone, as asked
+  }
   if (!checked.program_report && checked.dump[0] == '\0') {
     return Usage("--program-report=0 needs --dump FILE (the report is rendered from it)");
   }
@@ -216,6 +248,23 @@ int main(int argc, char** argv) {
   std::string preloads = library;
   if (preload != nullptr && *preload != '\0') preloads += std::string(":") + preload;
   setenv("LD_PRELOAD", preloads.c_str(), 1);
+#ifdef STACKWALK_NAME_IN_LAUNCHER
+  if (name_in_launcher) {
+    // The program writes its dumps to the pipe the launcher hands it, and names nothing.
+    program_options += ":" + TextFormItem("dump", ("/proc/self/fd/" + std::to_string(
+                                                        stackwalk::leakcheck::kDumpDescriptor)).c_str());
+    program_options += ":" + TextFormItem("program_report", "0");
+    setenv("STACKWALK_LEAKCHECK", program_options.c_str() + 1, 1);
+    stackwalk::leakcheck::SupervisorSettings settings;
+    settings.output = checked.output;
+    settings.dump = checked.dump;
+    settings.exitcode = checked.exitcode;
+    settings.report_signal = checked.report_signal;
+    return stackwalk::leakcheck::SuperviseProgram(argv + i, settings);
+  }
+#else
+  if (name_in_launcher) return Usage("--name-in=launcher: this build has no symbolizer");
+#endif
   if (!options.empty()) setenv("STACKWALK_LEAKCHECK", options.c_str() + 1, 1);
   // The program keeps this process id: the checker checks it, not the programs it starts.
   setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);

@@ -164,9 +164,10 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
 }
 
 std::string RenderDumpReport(const DumpContents& dump, const RenderRequest& request,
-                             const NamingPlaces& places) {
+                             const NamingPlaces& places, uint64_t* leaked_allocations) {
   DumpNamer namer(dump, places);
   const LeakReport report = ReportFromDump(dump, request, &namer);
+  if (leaked_allocations != nullptr) *leaked_allocations = report.summary.allocations;
   if (request.json.value_or(dump.rendering.json)) return RenderJson(report);
   return RenderText(report, [](const std::vector<SymbolizedFrame>& frames) {
     return FormatFrames(frames);

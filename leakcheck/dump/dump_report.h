@@ -5,6 +5,7 @@
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_REPORT_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_REPORT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -27,9 +28,10 @@ struct RenderRequest {
 LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request,
                           DumpNamer* namer);
 
-// The report as text or JSON, as the program renders it.
+// The report as text or JSON, as the program renders it; `leaked_allocations`, when given, gets
+// the leaks it counts after suppression (what the program's --exitcode decides on).
 std::string RenderDumpReport(const DumpContents& dump, const RenderRequest& request,
-                             const NamingPlaces& places);
+                             const NamingPlaces& places, uint64_t* leaked_allocations = nullptr);
 
 }  // namespace stackwalk::leakcheck::dump
 

@@ -1,0 +1,258 @@
+// --name-in=launcher: the launcher runs the program as its child, gets its reports as leak dumps
+// through a pipe, and names and renders them itself (issue 18). Every ending of the program
+// (exit, _exit's status, SIGSEGV and SIGABRT with the status they have without the checker,
+// SIGKILL), a report signal sent to the launcher, a forked child's own report, --exitcode; and
+// the report is the program's own (tests/fixtures/leak_endings.c, tests/fixtures/leaky.cc).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "launcher." + std::to_string(getpid()) + "." + name;
+}
+
+// Starts `args` (argv[0] a path) with stdout to /dev/null and stderr to `err`; its pid.
+pid_t Start(const std::vector<std::string>& args, const std::string& err) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (!freopen("/dev/null", "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+struct Outcome {
+  int raw = -1;  // the wait status, as a shell would see it
+  std::string err;
+};
+
+Outcome RunToEnd(const std::vector<std::string>& args) {
+  const std::string err = TempPath("stderr");
+  Outcome run;
+  waitpid(Start(args, err), &run.raw, 0);
+  run.err = Slurp(err);
+  return run;
+}
+
+std::vector<std::string> Launcher(std::vector<std::string> rest) {
+  rest.insert(rest.begin(), {STACKWALK_LEAKCHECK, "--name-in=launcher", "--show-reachable"});
+  return rest;
+}
+
+// A report with its run's own numbers (pids, tids, addresses under ASLR; the checker's own
+// table, which grows with how the worker thread's allocations interleave) made uniform.
+std::string Uniform(const std::string& report) {
+  std::string out = std::regex_replace(report, std::regex("(process|tid) [0-9]+"), "$1 N");
+  out = std::regex_replace(out, std::regex("own memory [^\n]*"), "own memory M");
+  return std::regex_replace(out, std::regex("0x[0-9a-f]+"), "0xA");
+}
+
+TEST(LauncherNames, TheReportIsTheProgramsOwnAndTheKeptDumpRendersTheSame) {
+  const std::string in_program = TempPath("program.txt"), in_launcher = TempPath("launcher.txt");
+  const std::string dump = TempPath("leaks.dump");
+  const Outcome own = RunToEnd({STACKWALK_LEAKCHECK, "--output", in_program, LEAKY_FIXTURE});
+  const Outcome named = RunToEnd(Launcher({"--output", in_launcher, "--dump", dump, LEAKY_FIXTURE}));
+  EXPECT_EQ(named.raw, own.raw);
+  const std::string ours = Slurp(in_launcher), theirs = Slurp(in_program);
+  ASSERT_NE(theirs.find("in fixture::LeakMallocs()"), std::string::npos) << theirs;
+  // --show-reachable was the launcher's only difference: without it the two are the same.
+  const std::string plain = TempPath("launcher-plain.txt");
+  RunToEnd({STACKWALK_LEAKCHECK, "--name-in=launcher", "--output", plain, LEAKY_FIXTURE});
+  EXPECT_EQ(Uniform(Slurp(plain)), Uniform(theirs));
+  EXPECT_NE(ours.find("Reachable:"), std::string::npos) << ours;
+  // The dump the launcher kept renders, later, byte for byte as the launcher rendered it.
+  const std::string later = TempPath("later.txt");
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " -o " + later + " " + dump).c_str()), 0);
+  EXPECT_EQ(Slurp(later), ours);
+}
+
+TEST(LauncherNames, ANormalExitAndAnUnderscoreExitPassTheirStatusAndReport) {
+  for (const auto& [mode, status] : {std::pair<const char*, int>{"plain", 0}, {"_exit", 3},
+                                     {"_Exit", 4}}) {
+    const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, mode}));
+    ASSERT_TRUE(WIFEXITED(run.raw)) << mode;
+    EXPECT_EQ(WEXITSTATUS(run.raw), status) << mode;
+    EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << mode << run.err;
+    EXPECT_NE(run.err.find("Reachable: 4321 byte(s) in 1 object(s)"), std::string::npos)
+        << mode << run.err;
+    EXPECT_NE(run.err.find("in endings_leak"), std::string::npos) << mode << run.err;
+  }
+}
+
+TEST(LauncherNames, AFatalSignalEndsTheLauncherAsItEndsTheProgramAndLeavesTheCorePattern) {
+  // No core files in the test's directory: the status is then the same, core bit included.
+  const rlimit no_core = {0, 0};
+  ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);
+  const std::string pattern = Slurp("/proc/sys/kernel/core_pattern");
+  for (const auto& [mode, signo] : {std::pair<const char*, int>{"segv", SIGSEGV},
+                                    {"abort", SIGABRT}}) {
+    const Outcome alone = RunToEnd({LEAK_ENDINGS, mode});
+    ASSERT_TRUE(WIFSIGNALED(alone.raw) && WTERMSIG(alone.raw) == signo) << mode;
+    const Outcome checked = RunToEnd(Launcher({LEAK_ENDINGS, mode}));
+    EXPECT_EQ(checked.raw, alone.raw) << mode << checked.err;
+    EXPECT_NE(checked.err.find(std::string("was killed by signal ") + std::to_string(signo)),
+              std::string::npos) << mode << checked.err;
+  }
+  EXPECT_EQ(Slurp("/proc/sys/kernel/core_pattern"), pattern);
+}
+
+TEST(LauncherNames, AProgramKilledBySigkillIsSaidToHaveLeftNoReport) {
+  const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "kill-self"}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
+  EXPECT_EQ(WTERMSIG(run.raw), SIGKILL);
+  EXPECT_NE(run.err.find("was killed by signal 9"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("no report could be written"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("leaks at exit"), std::string::npos) << run.err;
+}
+
+TEST(LauncherNames, TheReportSignalSentToTheLauncherReachesTheProgram) {
+  const std::string ready = TempPath("ready"), go = TempPath("go"), err = TempPath("signal.err");
+  std::remove(ready.c_str());
+  std::remove(go.c_str());
+  const pid_t launcher =
+      Start(Launcher({"--report-signal", "SIGUSR2", LEAK_ENDINGS, "wait", ready, go}), err);
+  // Bounded waits for conditions, not timings: a minute before giving up.
+  for (int i = 0; i < 6000 && access(ready.c_str(), F_OK) != 0; ++i) usleep(10000);
+  ASSERT_EQ(access(ready.c_str(), F_OK), 0);
+  ASSERT_EQ(kill(launcher, SIGUSR2), 0);
+  for (int i = 0; i < 6000 && Slurp(err).find("SUMMARY") == std::string::npos; ++i) {
+    usleep(10000);
+  }
+  const std::string during = Slurp(err);
+  std::ofstream(go).put('\n');
+  int raw = -1;
+  waitpid(launcher, &raw, 0);
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+  // The signal's report came while the program still ran, before its exit report.
+  EXPECT_NE(during.find("leaks (report 1, on signal " + std::to_string(SIGUSR2) + ")"),
+            std::string::npos) << during;
+  EXPECT_EQ(during.find("leaks at exit"), std::string::npos) << during;
+  const std::string all = Slurp(err);
+  EXPECT_NE(all.find("leaks at exit (report 2)"), std::string::npos) << all;
+}
+
+TEST(LauncherNames, TwoProcessesReportingAtOnceKeepTheirDumpsWhole) {
+  // Dumps of 4000 and 8000 blocks, far over the pipe's 64 KiB, written by two processes at once.
+  const std::string ready = TempPath("both.ready"), go = TempPath("both.go");
+  const std::string err = TempPath("both.err");
+  std::system(("rm -f " + ready + ".* " + go).c_str());
+  const pid_t launcher = Start(
+      Launcher({"--report-signal", "SIGUSR2", LEAK_ENDINGS, "fork-wait", ready, go}), err);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 6000 && pids.size() < 2; ++i) {
+    usleep(10000);
+    pids.clear();
+    const std::string listing = TempPath("both.list");
+    std::system(("ls " + ready + ".* 2>/dev/null >" + listing).c_str());
+    std::istringstream files(Slurp(listing));
+    for (std::string file; std::getline(files, file);) {
+      pids.push_back(std::stoi(file.substr(file.rfind('.') + 1)));
+    }
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGUSR2), 0);
+  for (int i = 0; i < 6000; ++i) {
+    const std::string text = Slurp(err);
+    size_t summaries = 0;
+    for (size_t at = 0; (at = text.find("SUMMARY", at)) != std::string::npos; ++at) ++summaries;
+    if (summaries >= 2 || text.find("unreadable") != std::string::npos) break;
+    usleep(10000);
+  }
+  std::ofstream(go).put('\n');
+  int raw = -1;
+  waitpid(launcher, &raw, 0);
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+  const std::string all = Slurp(err);
+  EXPECT_EQ(all.find("unreadable"), std::string::npos) << all.substr(0, 2000);
+  for (pid_t pid : pids) {
+    EXPECT_NE(all.find("process " + std::to_string(pid) + " "), std::string::npos) << pid;
+  }
+  EXPECT_NE(all.find("(report 1, on signal " + std::to_string(SIGUSR2) + ")"), std::string::npos);
+  std::system(("rm -f " + ready + ".* " + go).c_str());
+}
+
+TEST(LauncherNames, AForkedChildReportsAsItselfToAFileOfItsOwn) {
+  const std::string pattern = TempPath("fork.%p.txt");
+  const Outcome run = RunToEnd(Launcher({"--output", pattern, LEAK_ENDINGS, "fork"}));
+  ASSERT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 0) << run.err;
+  std::smatch m;
+  const std::string listing = TempPath("fork.list");
+  std::system(("ls " + TempPath("fork.") + "*.txt >" + listing).c_str());
+  std::istringstream files(Slurp(listing));
+  int reports = 0, with_child_block = 0;
+  for (std::string file; std::getline(files, file); ++reports) {
+    const std::string text = Slurp(file);
+    const std::string pid = file.substr(file.rfind("fork.") + 5);
+    EXPECT_NE(text.find("process " + pid.substr(0, pid.find('.')) + " "), std::string::npos)
+        << file << text;
+    EXPECT_NE(text.find(" 4321 byte(s) in 1 object(s)"), std::string::npos) << text;
+    if (text.find("Reachable: 1234 byte(s)") != std::string::npos) ++with_child_block;
+    std::remove(file.c_str());
+  }
+  EXPECT_EQ(reports, 2);
+  EXPECT_EQ(with_child_block, 1);
+}
+
+TEST(LauncherNames, ExitcodeIsDecidedFromTheNamedReport) {
+  const Outcome leaky = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=launcher", "--exitcode", "42",
+                              LEAKY_FIXTURE});
+  EXPECT_TRUE(WIFEXITED(leaky.raw) && WEXITSTATUS(leaky.raw) == 42) << leaky.err;
+  // leak_endings's block stays reachable: no leak, its own status.
+  const Outcome clean = RunToEnd(Launcher({"--exitcode", "42", LEAK_ENDINGS, "_exit"}));
+  EXPECT_TRUE(WIFEXITED(clean.raw) && WEXITSTATUS(clean.raw) == 3) << clean.err;
+  // A suppressed leak is no leak: the launcher applies the suppressions before deciding.
+  const std::string supp = TempPath("all.supp");
+  std::ofstream(supp) << "leak:fixture::\nleak:LeakFromThread\nleak:main\n";
+  const Outcome suppressed = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=launcher", "--exitcode", "42",
+                                   "--suppressions", supp, LEAKY_FIXTURE});
+  EXPECT_TRUE(WIFEXITED(suppressed.raw) && WEXITSTATUS(suppressed.raw) != 42) << suppressed.err;
+}
+
+TEST(LauncherNames, EachPeriodicCheckReportComesAsADumpAndIsNamedByTheLauncher) {
+  // leak_checks leaks 5001, 5002, 5003 bytes, one per check, and waits for each check.
+  const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=launcher", "--check-interval", "1",
+                                LEAK_CHECKS, "periodic", "preload"});
+  ASSERT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 0) << run.err;
+  const size_t first = run.err.find("on check 1: leaks found since the start)");
+  const size_t second = run.err.find("on check 2: leaks found since check 1)");
+  const size_t at_exit = run.err.find("leaks at exit (report");
+  ASSERT_NE(first, std::string::npos) << run.err;
+  ASSERT_NE(second, std::string::npos) << run.err;
+  ASSERT_NE(at_exit, std::string::npos) << run.err;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, at_exit);
+  EXPECT_NE(run.err.find("Direct leak of 5001 byte(s) in 1 object(s)"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("Direct leak of 15006 byte(s) in 3 object(s)", at_exit),
+            std::string::npos) << run.err;
+}
+
+TEST(LauncherNames, ABadNameInValueIsACommandLineError) {
+  const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=elsewhere", LEAK_ENDINGS});
+  EXPECT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 2);
+  EXPECT_NE(run.err.find("bad value 'elsewhere' for --name-in"), std::string::npos) << run.err;
+}
+
+}  // namespace

@@ -1,0 +1,277 @@
+#include "leakcheck_supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_format.h"
+#include "leakcheck/dump/dump_report.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+// The signals a user sends the launcher that are meant for the program (the report signal is
+// added to them).
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
+
+volatile sig_atomic_t g_child = 0;
+int g_child_ended_pipe[2] = {-1, -1};  // SIGCHLD's wake-up of the poll loop
+
+// A signal sent to the launcher goes to the program. One the terminal sends (Ctrl-C, SI_KERNEL)
+// reached the program's process group already, and is not sent twice.
+void Forward(int signo, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  const int saved = errno;
+  if (g_child > 0) kill(static_cast<pid_t>(g_child), signo);
+  errno = saved;
+}
+
+void NoteChildEnded(int) {
+  const int saved = errno;
+  const char byte = 0;
+  if (write(g_child_ended_pipe[1], &byte, 1) < 0) {
+    // Full: a wake-up is pending already.
+  }
+  errno = saved;
+}
+
+void WriteAll(int fd, const std::string& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t wrote = write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return;
+    done += static_cast<size_t>(wrote);
+  }
+}
+
+std::string WithPid(const std::string& pattern, int pid) {
+  std::string out = pattern;
+  for (size_t at = 0; (at = out.find("%p", at)) != std::string::npos;) {
+    out.replace(at, 2, std::to_string(pid));
+    at += std::to_string(pid).size();
+  }
+  return out;
+}
+
+// Names and renders the dumps as they come through the pipe, in the order they were written.
+class DumpRenderer {
+ public:
+  DumpRenderer(const SupervisorSettings& settings, pid_t program)
+      : settings_(settings), program_(program) {}
+
+  void Add(const char* bytes, size_t n) {
+    pending_.append(bytes, n);
+    RenderWholeDumps();
+  }
+
+  // After the last byte: what is left is a cut dump (a process killed while writing it) or no dump.
+  void Finish() {
+    if (pending_.empty()) return;
+    const dump::DecodedDumps decoded = dump::DecodeDumps(
+        reinterpret_cast<const uint8_t*>(pending_.data()), pending_.size());
+    for (const auto& d : decoded.dumps) Render(d, std::string());
+    std::fprintf(stderr, "stackwalk-leakcheck: the program's last dump is unreadable: %s%s\n",
+                 decoded.error.empty() ? "trailing bytes" : decoded.error.c_str(),
+                 decoded.dumps.empty() ? "" : " (what could be read is reported)");
+    pending_.clear();
+  }
+
+  // A dump begun and not yet whole (not bytes that are no dump, which nothing will complete).
+  bool has_partial_dump() const {
+    return !pending_.empty() &&
+           std::memcmp(pending_.data(), dump::kMagic,
+                       std::min(pending_.size(), sizeof(dump::kMagic))) == 0;
+  }
+  bool program_reported_at_exit() const { return program_reported_at_exit_; }
+  bool program_leaked() const { return program_leaked_; }
+
+ private:
+  // Each dump says its length in its header (dump_format.h): rendered once it is all here.
+  void RenderWholeDumps() {
+    while (pending_.size() >= dump::kHeaderBytes) {
+      if (std::memcmp(pending_.data(), dump::kMagic, sizeof(dump::kMagic)) != 0) return;
+      uint64_t length = 0;
+      for (int i = 7; i >= 0; --i) length = length << 8 | static_cast<uint8_t>(pending_[16 + i]);
+      if (length < dump::kHeaderBytes) return;  // corrupt: Finish says so
+      if (pending_.size() < length) return;
+      const std::string one = pending_.substr(0, length);
+      pending_.erase(0, length);
+      const dump::DecodedDumps decoded =
+          dump::DecodeDumps(reinterpret_cast<const uint8_t*>(one.data()), one.size());
+      for (const auto& d : decoded.dumps) Render(d, one);
+      if (!decoded.error.empty()) {
+        std::fprintf(stderr, "stackwalk-leakcheck: a dump of the program is unreadable: %s\n",
+                     decoded.error.c_str());
+      }
+    }
+  }
+
+  // The first write to a file starts it, later ones append (the program's own rule, per process).
+  void Deliver(const std::string& path, const std::string& bytes, const char* what) {
+    const bool first = started_.insert(path).second;
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND),
+                        0644);
+    if (fd < 0) {
+      std::fprintf(stderr, "stackwalk-leakcheck: cannot write %s %s: %s%s\n", what, path.c_str(),
+                   std::strerror(errno), bytes.empty() ? "" : "");
+      if (std::strcmp(what, "the report") == 0) WriteAll(2, bytes);
+      return;
+    }
+    WriteAll(fd, bytes);
+    close(fd);
+  }
+
+  void Render(const dump::DumpContents& d, const std::string& raw) {
+    if (!settings_.dump.empty() && !raw.empty()) {
+      Deliver(WithPid(settings_.dump, d.process.pid), raw, "the dump");
+    }
+    uint64_t leaked = 0;
+    const std::string text = dump::RenderDumpReport(d, {}, {}, &leaked);
+    if (settings_.output.empty()) {
+      WriteAll(2, text);
+    } else {
+      Deliver(WithPid(settings_.output, d.process.pid), text, "the report");
+    }
+    if (d.process.pid == program_ && d.process.at_exit) {
+      program_reported_at_exit_ = true;
+      program_leaked_ = leaked > 0;
+    }
+  }
+
+  const SupervisorSettings& settings_;
+  const pid_t program_;
+  std::string pending_;
+  std::set<std::string> started_;
+  bool program_reported_at_exit_ = false;
+  bool program_leaked_ = false;
+};
+
+// Ends the launcher as the program ended: the same signal, the program's core (the kernel's, as
+// without the checker) not followed by one of the launcher's.
+[[noreturn]] void DieLike(int signo) {
+  const rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(signo, SIG_DFL);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signo);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signo);
+  _exit(128 + signo);  // a signal whose default is to be ignored or to stop
+}
+
+}  // namespace
+
+int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
+  int dump_pipe[2];
+  if (pipe2(dump_pipe, O_CLOEXEC) != 0 || pipe2(g_child_ended_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot make a pipe: %s\n", std::strerror(errno));
+    return 2;
+  }
+  // The signals wait, blocked, until the child's pid is known and the handlers are in place.
+  sigset_t handled, before;
+  sigemptyset(&handled);
+  for (int signo : kForwarded) sigaddset(&handled, signo);
+  if (settings.report_signal != 0) sigaddset(&handled, settings.report_signal);
+  sigaddset(&handled, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &handled, &before);
+
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot fork: %s\n", std::strerror(errno));
+    return 2;
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    // The pipe at a high descriptor that survives this exec; the preload closes it on the next.
+    if (dup2(dump_pipe[1], kDumpDescriptor) < 0) _exit(127);
+    setenv(kDumpDescriptorVariable, std::to_string(kDumpDescriptor).c_str(), 1);
+    // The checker checks this process (it keeps its pid through the program's own execs).
+    setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
+    execvp(argv[0], argv);
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot run %s: %s\n", argv[0],
+                 std::strerror(errno));
+    _exit(127);
+  }
+  close(dump_pipe[1]);
+  g_child = child;
+  struct sigaction forward = {};
+  forward.sa_sigaction = Forward;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  for (int signo : kForwarded) sigaction(signo, &forward, nullptr);
+  if (settings.report_signal != 0) sigaction(settings.report_signal, &forward, nullptr);
+  struct sigaction ended = {};
+  ended.sa_handler = NoteChildEnded;
+  ended.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &ended, nullptr);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
+
+  DumpRenderer renderer(settings, child);
+  char buf[1 << 16];
+  int status = 0;
+  bool pipe_open = true, reaped = false;
+  while (!reaped) {
+    pollfd fds[2] = {{g_child_ended_pipe[0], POLLIN, 0}, {dump_pipe[0], POLLIN, 0}};
+    if (poll(fds, pipe_open ? 2 : 1, -1) < 0 && errno != EINTR) break;
+    if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
+      const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
+      if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
+      if (n == 0) pipe_open = false;
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      while (read(g_child_ended_pipe[0], buf, sizeof(buf)) > 0) {
+      }
+      const pid_t got = waitpid(child, &status, WNOHANG);
+      reaped = got == child;
+    }
+  }
+  if (!reaped) waitpid(child, &status, 0);
+  // What is in the pipe is rendered, and a dump begun (a forked child's, written whole under its
+  // lock) is read to its end; a child that has not begun one is not waited for.
+  fcntl(dump_pipe[0], F_SETFL, O_NONBLOCK);
+  while (pipe_open) {
+    const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
+    if (n > 0) {
+      renderer.Add(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EAGAIN && renderer.has_partial_dump()) {
+      pollfd more = {dump_pipe[0], POLLIN, 0};
+      poll(&more, 1, -1);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  renderer.Finish();
+
+  if (WIFSIGNALED(status)) {
+    const int signo = WTERMSIG(status);
+    if (!renderer.program_reported_at_exit()) {
+      std::fprintf(stderr,
+                   "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; no report "
+                   "could be written at its end\n",
+                   argv[0], static_cast<int>(child), signo, strsignal(signo),
+                   WCOREDUMP(status) ? ", core dumped" : "");
+    }
+    DieLike(signo);
+  }
+  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (settings.exitcode != 0 && renderer.program_leaked()) return settings.exitcode;
+  return exit_status;
+}
+
+}  // namespace stackwalk::leakcheck
