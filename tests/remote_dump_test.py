@@ -109,12 +109,27 @@ def dump_for_another_user():
     return os.path.join(copy, os.path.basename(DUMP)), copy
 
 
+def copy_readable(path, directory):
+    """`path` copied into `directory`, readable by every user; the copy's path."""
+    copy = os.path.join(directory, os.path.basename(path))
+    shutil.copy2(path, copy)
+    os.chmod(copy, 0o644)
+    return copy
+
+
 def run_dump(*args, user=None):
     cmd = [DUMP, *map(str, args)]
     env = None
     if user is not None:
         dump, libs = dump_for_another_user()
         env = dict(os.environ, LD_LIBRARY_PATH=libs)
+        # A sanitizer's options may name a file in the same unreadable tree (the TSan run's
+        # suppressions): the other user gets a copy of it too.
+        for name in ("TSAN_OPTIONS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if name in env:
+                env[name] = re.sub(r"suppressions=([^:]+)",
+                                   lambda m: "suppressions=" + copy_readable(m.group(1), libs),
+                                   env[name])
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", dump,
                *map(str, args)]
     try:
