@@ -113,6 +113,7 @@ void ForgetThreadAfterFork() {
   t_serial = 0;
   t_sequence_next = t_sequence_end = 0;
   ExitedStacksAfterForkChild();
+  SamplerAfterForkChild();
 }
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/check.h"
 #include "leakcheck/state.h"
 
@@ -28,6 +29,7 @@ void BeforeFork() {
   GlobalState().stacks.LockAll();
   GlobalState().allocations.LockAll();
   SetForking(true);
+  SamplerBeforeFork();
 }
 void UnlockTables() {
   SetForking(false);
