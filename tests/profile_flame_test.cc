@@ -94,7 +94,7 @@ TEST(FlameLayout, FramesBelowTheMinimumWidthCountInTheirCaller) {
   const FlameTree tree = FlameTree::Build(input);
   FlameLayoutOptions options;  // 0.1 px of 1200: frames under 1001000 / 12000 = 83.4 -> 84
   const FlameLayout layout = LayOut(tree, options);
-  EXPECT_EQ(layout.min_drawn_value, 84u);
+  EXPECT_EQ(layout.min_drawn_value, 1000u);  // "small": the narrowest at least 84 wide
   // all, big, small drawn; each s<i> and its leaf hidden.
   EXPECT_EQ(layout.rects.size(), 3u);
   EXPECT_EQ(layout.hidden_frames, 2000u);
@@ -133,7 +133,9 @@ TEST(FlameLayout, AMillionDistinctStacksStayBounded) {
   EXPECT_EQ(layout.rects.size(), 2u + 1000);
   EXPECT_EQ(layout.hidden_frames, 1000000u);
   EXPECT_LT(svg.size(), 1000u * 1000);
-  EXPECT_NE(svg.find("1000000 frames narrower than"), std::string::npos);
+  EXPECT_NE(svg.find("1,000,000 frames (100.00% of the total) are not drawn: narrower than 0.1 px "
+                     "or past the 50,000 widest"),
+            std::string::npos);
 }
 
 TEST(FlameLayout, DeepStacksNeedNoRecursion) {
@@ -144,11 +146,10 @@ TEST(FlameLayout, DeepStacksNeedNoRecursion) {
   input.stacks.push_back(std::move(deep));
   const FlameTree tree = FlameTree::Build(input);
   const FlameLayout layout = LayOut(tree, FlameLayoutOptions{});
-  // 200,001 frames of equal width, more than max_frames (50,000): ties go together, so only
-  // the root is drawn.
-  EXPECT_EQ(layout.rects.size(), 1u);
-  EXPECT_EQ(layout.hidden_frames, 200000u);
-  EXPECT_EQ(layout.max_depth, 0u);
+  // 200,001 frames of equal width, more than max_frames (50,000): the outermost are kept.
+  EXPECT_EQ(layout.rects.size(), 50000u);
+  EXPECT_EQ(layout.hidden_frames, 150001u);
+  EXPECT_EQ(layout.max_depth, 49999u);
 }
 
 TEST(FoldedReader, ReadsNamesWithSpacesAndCrLf) {
@@ -257,7 +258,7 @@ TEST(FlameSvg, SaysWhatItLeftOut) {
   input.stacks = {{{"big"}, 100000}, {{"tiny"}, 1}};
   const std::string svg =
       RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, FlameSvgOptions{});
-  EXPECT_NE(svg.find("1 frames narrower than 9 B (0.00% of the total) are not drawn"), std::string::npos);
+  EXPECT_NE(svg.find("1 frames (0.00% of the total) are not drawn: narrower than 0.1 px"), std::string::npos);
   const std::string empty = RenderFlameSvg(FlameTree::Build(FlameInput{}), "x", ValueUnit::kBytes, FlameSvgOptions{});
   EXPECT_NE(empty.find("No values: nothing to draw."), std::string::npos);
 }

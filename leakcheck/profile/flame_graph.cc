@@ -89,19 +89,31 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
   uint64_t threshold = by_width >= 1 ? static_cast<uint64_t>(std::min(
                                            by_width, static_cast<double>(total)))
                                      : 1;
-  // ... raised until at most max_frames are that wide. A callee is never wider than its caller,
-  // so the frames at least as wide as any threshold form a tree under the root.
-  std::vector<uint64_t> wide;
-  for (const FlameNode& node : nodes) {
-    if (node.total >= threshold) wide.push_back(node.total);
+  // ... and of those at most max_frames, the widest first, then the outermost, then the first
+  // made: a callee is never wider than its caller and always deeper, so it never comes before
+  // it, and the frames kept form a tree under the root.
+  std::vector<uint32_t> wide;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].total >= threshold) wide.push_back(i);
   }
   const size_t max_frames = std::max<size_t>(options.max_frames, 1);
   if (wide.size() > max_frames) {
-    std::nth_element(wide.begin(), wide.begin() + max_frames, wide.end(), std::greater<>());
-    // Strictly wider than the first frame left out: ties go together.
-    threshold = std::max(threshold, wide[max_frames] + 1);
+    std::nth_element(wide.begin(), wide.begin() + static_cast<std::ptrdiff_t>(max_frames - 1),
+                     wide.end(), [&](uint32_t a, uint32_t b) {
+                       if (nodes[a].total != nodes[b].total) return nodes[a].total > nodes[b].total;
+                       if (nodes[a].depth != nodes[b].depth) return nodes[a].depth < nodes[b].depth;
+                       return a < b;
+                     });
+    wide.resize(max_frames);
   }
-  layout.min_drawn_value = threshold;
+  std::vector<bool> drawn(nodes.size(), false);
+  uint64_t narrowest = total;
+  for (const uint32_t i : wide) {
+    drawn[i] = true;
+    narrowest = std::min(narrowest, nodes[i].total);
+  }
+  drawn[0] = true;
+  layout.min_drawn_value = narrowest;
 
   // Depth first, children left to right, with an explicit stack (stacks may be thousands deep).
   struct Pending {
@@ -119,7 +131,7 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
     const size_t first = pending.size();
     for (const uint32_t child : node.children) {
       const uint64_t width = nodes[child].total;
-      if (width >= threshold) {
+      if (drawn[child]) {
         pending.push_back(Pending{child, offset});
       } else {
         layout.hidden_value += width;

@@ -92,13 +92,13 @@ struct FlameRect {
 };
 
 // FlameLayout: the frames to draw, parents before their children, siblings left to right.
-// A frame narrower than min_frame_px, or beyond max_frames (the narrowest go first), is not
-// drawn: its value stays in its caller's width. hidden_frames counts them, hidden_value is
-// what the outermost of them hold together.
+// A frame narrower than min_frame_px, or beyond max_frames (the narrowest go first; of equal
+// ones, the deepest), is not drawn: its value stays in its caller's width. hidden_frames counts
+// them, hidden_value is what the outermost of them hold together.
 struct FlameLayout {
   std::vector<FlameRect> rects;
   uint32_t max_depth = 0;
-  uint64_t min_drawn_value = 0;  // the narrowest frame drawn holds at least this
+  uint64_t min_drawn_value = 0;  // the narrowest frame drawn holds this
   size_t hidden_frames = 0;
   uint64_t hidden_value = 0;
 };

@@ -93,10 +93,11 @@ std::string RenderFlameSvg(const FlameTree& tree, std::string_view title, ValueU
   AppendText(out, "fg-matched", width - kPad, height - 26, "end", "");
   std::string note;
   if (layout.hidden_frames > 0) {
-    note += std::to_string(layout.hidden_frames) + " frames narrower than " +
-            FormatValue(layout.min_drawn_value, unit) + " (" +
-            FormatShare(layout.hidden_value, total) +
-            " of the total) are not drawn: they count in their callers' width. ";
+    note += GroupThousands(layout.hidden_frames) + " frames (" +
+            FormatShare(layout.hidden_value, total) + " of the total) are not drawn: narrower than " +
+            FormatCoordinate(options.layout.min_frame_px) + " px or past the " +
+            GroupThousands(options.layout.max_frames) +
+            " widest; they count in their callers' width. ";
   }
   if (tree.saturated()) note += "Values added past 2^64-1 and were capped there.";
   if (total == 0) note += "No values: nothing to draw.";
