@@ -447,10 +447,40 @@ def test_html(browser, scratch, keep):
     check("http://" not in report.replace("http://www.w3.org/2000/svg", ""), "the page names nothing to fetch")
     check("<title>stackwalk profile: ./server &lt;demo&gt;</title>" in report, "the page's title escaped")
 
+    # The search boxes (and where the parts are): typing in the second graph's box highlights only in that graph.
+    harness = os.path.join(scratch, "report-search.html")
+    with open(harness, "w", encoding="utf-8") as f:
+        f.write(report.replace("</body>", """<pre id="result"></pre><script>
+var boxes = document.querySelectorAll('input.flame-search');
+boxes[1].value = 'worker';
+boxes[1].dispatchEvent(new Event('input'));
+var svgs = document.querySelectorAll('svg.fg-root');
+var box = function (el) {
+  var r = el.getBoundingClientRect();
+  return [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)];
+};
+document.getElementById('result').textContent = JSON.stringify(
+  {first: svgs[0].getAttribute('data-matches'), second: svgs[1].getAttribute('data-matches'),
+   share: svgs[1].getAttribute('data-matched-share'),
+   chart: box(document.querySelector('svg.timeline')),
+   flames: Array.from(svgs).map(box)});
+</script></body>"""))
+    out = read_result(browser.run("file://" + harness, "--dump-dom"))
+    chart, flames = out.get("chart"), out.get("flames")
+    check(out.get("first") is None and out.get("second") == "1" and
+          abs(float(out.get("share") or 0) - 12 / 42) < 1e-9, "search boxes: %s" % out)
+
     png_path = os.path.join(scratch, "report.png")
-    png = browser.screenshot("file://" + html_path, png_path, 1250, 1500)
-    total_line = colour_columns(png, hex_rgb("#1f4e9a"), 0, 700)
-    main_line, worker_line = near_colour_columns(png, [hex_rgb("#d62728"), hex_rgb("#2ca02c")], 0, 700)
+    # Where the chart and the flame graphs are on the page: the harness measured them (the same
+    # layout: it only adds an empty <pre> after them).
+    check(chart and flames, "the harness measured the chart and the flame graphs: %s" % out)
+    if not chart or not flames:
+        return
+    height = max(box[3] for box in flames) + 20
+    png = browser.screenshot("file://" + html_path, png_path, 1250, height)
+    chart_top, chart_bottom = chart[1], chart[3]
+    total_line = colour_columns(png, hex_rgb("#1f4e9a"), chart_top, chart_bottom)
+    main_line, worker_line = near_colour_columns(png, [hex_rgb("#d62728"), hex_rgb("#2ca02c")], chart_top, chart_bottom)
     check(len(total_line) > 900, "the total's line spans the plot: %d columns" % len(total_line))
     check(len(main_line) > 700 and len(worker_line) > 300,
           "the threads' lines: %d and %d columns" % (len(main_line), len(worker_line)))
@@ -458,7 +488,7 @@ def test_html(browser, scratch, keep):
         # The line's highest pixel: the peak, 20 s into the 30 s plot.
         _, _, bpp, rows = png
         needle = bytes(hex_rgb("#1f4e9a"))
-        top = next(y for y in range(700) if rows[y].find(needle) >= 0)
+        top = next(y for y in range(chart_top, chart_bottom) if rows[y].find(needle) >= 0)
         xs = [x for x in range(png[0]) if rows[top][x * bpp:x * bpp + 3] == needle]
         # The plot's ends: the x labels "0 s" and "30 s" are at the plot's edges, which the line
         # reaches (its first and last samples).
@@ -467,8 +497,8 @@ def test_html(browser, scratch, keep):
         where = (sum(xs) / len(xs) - left) / (right - left)
         check(abs(where - 20 / 30) < 0.02, "the total's peak drawn at %.3f of the time axis, wanted 0.667" % where)
     colours = set()
-    _, height, bpp, rows = png
-    for y in range(700, height):
+    _, _, bpp, rows = png
+    for y in range(flames[0][1], png[1]):
         row = rows[y]
         colours.update(row[i:i + 3] for i in range(0, len(row), bpp * 2))
     svg_fills = {bytes(hex_rgb(m)) for m in re.findall(r'fill="(#[0-9a-f]{6})" rx="2"', report)}
@@ -476,22 +506,6 @@ def test_html(browser, scratch, keep):
           "the flame graphs' colours on the page: %d of %d" % (len(svg_fills & colours), len(svg_fills)))
     if keep:
         shutil.copy(png_path, os.path.join(keep, "report.png"))
-
-    # The search boxes: typing in the second graph's box highlights only in that graph.
-    harness = os.path.join(scratch, "report-search.html")
-    with open(harness, "w", encoding="utf-8") as f:
-        f.write(report.replace("</body>", """<pre id="result"></pre><script>
-var boxes = document.querySelectorAll('input.flame-search');
-boxes[1].value = 'worker';
-boxes[1].dispatchEvent(new Event('input'));
-var svgs = document.querySelectorAll('svg.fg-root');
-document.getElementById('result').textContent = JSON.stringify(
-  {first: svgs[0].getAttribute('data-matches'), second: svgs[1].getAttribute('data-matches'),
-   share: svgs[1].getAttribute('data-matched-share')});
-</script></body>"""))
-    out = read_result(browser.run("file://" + harness, "--dump-dom"))
-    check(out.get("first") is None and out.get("second") == "1" and
-          abs(float(out.get("share") or 0) - 12 / 42) < 1e-9, "search boxes: %s" % out)
 
 
 def test_bad_input(scratch):
