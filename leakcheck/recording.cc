@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/exited_stacks.h"
 #include "stackwalk/capture.h"
 
@@ -115,15 +116,18 @@ void ForgetThreadAfterFork() {
 }
 
 namespace {
-// The exact live bytes and peaks: the process's, and the allocating thread's.
+// The live bytes and peaks: the process's, and the allocating thread's; exact, or when sampling
+// the estimate of each recorded block (sampler.h).
 void CountAllocated(State& s, uint32_t serial, uint64_t size) {
+  size = EstimatedBytes(size, s.recording.sample_bytes.load(std::memory_order_relaxed));
   s.live_bytes.Add(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
 }
 void CountFreed(State& s, const Allocation& a) {
-  s.live_bytes.Subtract(a.size);
+  const uint64_t size = EstimatedBytes(a.size, s.recording.sample_bytes.load(std::memory_order_relaxed));
+  s.live_bytes.Subtract(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
-    thread->Subtract(a.size);
+    thread->Subtract(size);
   }
 }
 
@@ -141,7 +145,9 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   if (WorldStoppedHere() || p == nullptr || t_inside || t_forking) return;
   State& s = ConfiguredState();
   if (!s.active.load(std::memory_order_acquire) ||
-      size < s.recording.min_size.load(std::memory_order_relaxed)) {
+      size < s.recording.min_size.load(std::memory_order_relaxed) ||
+      !ShouldRecord(size, s.recording.sample_bytes.load(std::memory_order_relaxed),
+                    s.recording.sample_seed.load(std::memory_order_relaxed))) {
     return;
   }
   t_inside = true;

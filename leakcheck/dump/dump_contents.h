@@ -113,6 +113,9 @@ struct DumpContents {
   std::vector<DumpEdge> edges;
   bool has_edges = false;          // the leak edges were recorded (else suppressions cannot spread)
   std::vector<DumpThread> threads;
+  // Sampling's mean in bytes (leakcheck/sampler.h), 0 when every allocation was recorded: the
+  // blocks are then a sample, and a report of them gives estimates.
+  uint64_t sample_bytes = 0;
 };
 
 }  // namespace stackwalk::leakcheck::dump

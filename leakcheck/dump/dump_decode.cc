@@ -20,6 +20,7 @@ const char* SectionName(uint32_t id) {
     case kBlocks: return "blocks";
     case kLeakEdges: return "leak edges";
     case kThreads: return "threads";
+    case kSampling: return "sampling";
     default: return "unknown";
   }
 }
@@ -298,7 +299,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
     }
     // A cut section is read as far as it goes (the best partial report).
     ByteSource in(data + payload, past_end ? end - payload : length, payload);
-    if (id <= kThreads) {
+    if (id <= kSampling) {
       if (seen & (1u << id)) {
         return fail("section " + std::string(SectionName(id)) + " appears twice in " + where);
       }
@@ -313,6 +314,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kBlocks: ReadBlocks(in, c); break;
       case kLeakEdges: ReadEdges(in, c); break;
       case kThreads: ReadThreads(in, c); break;
+      case kSampling: c.sample_bytes = in.U64(); break;
       default: break;  // a later writer's section: skipped
     }
     if (past_end) return cut();

@@ -126,6 +126,7 @@ std::string EncodeDump(const DumpContents& c) {
       out.String(t.name);
     }
   });
+  if (c.sample_bytes != 0) Section(out, kSampling, [&] { out.U64(c.sample_bytes); });
   Section(out, kEnd, [] {});
   out.PatchU64(total_at, out.size());
   return std::move(out.bytes());

@@ -32,6 +32,7 @@ void CopyHeader(const DumpContents& dump, LeakReport* report) {
   report->number = static_cast<int>(p.number);
   report->pid = p.pid;
   report->program = p.program.empty() ? "?" : p.program;
+  report->sample_bytes = dump.sample_bytes;
   const DumpSummary& from = dump.summary;
   ReportSummary& s = report->summary;
   s.peak_bytes = from.peak_bytes;
