@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/scan/check.h"
@@ -82,6 +83,8 @@ bool LaunchReporter() {
 }
 
 void AfterForkChild() {
+  // Before anything records again: the parent's record region is the parent's (record_region.h).
+  RecordLeaveAfterFork();
   UnlockTables();
   // The parent's threads that were waiting for a report were not copied: their turns go too.
   ReportLock().UnlockInForkChild();

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +18,11 @@
 #include <string>
 
 #include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_encode.h"
 #include "leakcheck/dump/dump_format.h"
 #include "leakcheck/dump/dump_report.h"
+#include "leakcheck/dump/record_read.h"
+#include "leakcheck/record_format.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -94,6 +99,8 @@ class DumpRenderer {
            std::memcmp(pending_.data(), dump::kMagic,
                        std::min(pending_.size(), sizeof(dump::kMagic))) == 0;
   }
+  // A dump the launcher made itself (from the record region): rendered, and kept with --dump.
+  void RenderMade(const dump::DumpContents& d) { Render(d, dump::EncodeDump(d)); }
   bool program_reported_at_exit() const { return program_reported_at_exit_; }
   bool program_leaked() const { return program_leaked_; }
 
@@ -172,6 +179,39 @@ class DumpRenderer {
   _exit(128 + signo);  // a signal whose default is to be ignored or to stop
 }
 
+// "SIGKILL" for 9, as the report names how the program ended.
+std::string SignalName(int signo) {
+  const char* abbrev = sigabbrev_np(signo);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+// After the program died of `signo` without its report: what its record region held at its death,
+// reported (unclassified: no memory is left to scan) and said so on stderr. False if there was no
+// record to read.
+bool ReportRecord(int record_fd, int signo, pid_t program, DumpRenderer* renderer) {
+  struct stat st;
+  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return false;
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* region = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, record_fd, 0);
+  if (region == MAP_FAILED) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot read the program's record: %s\n",
+                 std::strerror(errno));
+    return false;
+  }
+  dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
+                                                 "killed by " + SignalName(signo));
+  munmap(region, size);
+  if (!reading.begun || reading.dump.process.pid != program) return false;
+  std::fprintf(stderr,
+               "stackwalk-leakcheck: the report below is the program's record at its death: "
+               "every block it held, unclassified (no memory was left to scan)\n");
+  for (const std::string& problem : reading.problems) {
+    std::fprintf(stderr, "stackwalk-leakcheck: the record is incomplete: %s\n", problem.c_str());
+  }
+  renderer->RenderMade(reading.dump);
+  return true;
+}
+
 }  // namespace
 
 int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
@@ -180,6 +220,9 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot make a pipe: %s\n", std::strerror(errno));
     return 2;
   }
+  // The record region (record_format.h): the program's tables, readable after its death. Without
+  // one (no memfd), the program runs as before and a death by signal leaves no report.
+  const int record_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
   // The signals wait, blocked, until the child's pid is known and the handlers are in place.
   sigset_t handled, before;
   sigemptyset(&handled);
@@ -199,6 +242,9 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     // The pipe at a high descriptor that survives this exec; the preload closes it on the next.
     if (dup2(dump_pipe[1], kDumpDescriptor) < 0) _exit(127);
     setenv(kDumpDescriptorVariable, std::to_string(kDumpDescriptor).c_str(), 1);
+    if (record_fd >= 0 && dup2(record_fd, record::kDescriptor) == record::kDescriptor) {
+      setenv(record::kDescriptorVariable, std::to_string(record::kDescriptor).c_str(), 1);
+    }
     // The checker checks this process (it keeps its pid through the program's own execs).
     setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
     execvp(argv[0], argv);
@@ -261,11 +307,12 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   if (WIFSIGNALED(status)) {
     const int signo = WTERMSIG(status);
     if (!renderer.program_reported_at_exit()) {
-      std::fprintf(stderr,
-                   "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; no report "
-                   "could be written at its end\n",
+      const bool recorded = ReportRecord(record_fd, signo, child, &renderer);
+      std::fprintf(stderr, "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; %s\n",
                    argv[0], static_cast<int>(child), signo, strsignal(signo),
-                   WCOREDUMP(status) ? ", core dumped" : "");
+                   WCOREDUMP(status) ? ", core dumped" : "",
+                   recorded ? "its record at its death is reported (unclassified)"
+                            : "no report could be written at its end");
     }
     DieLike(signo);
   }
