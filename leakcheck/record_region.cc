@@ -28,6 +28,38 @@ SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never 
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
 
+// The tables as they were at a fork, copied by the parent with every table lock held (after the
+// fork its threads write on into the shared pieces): the child puts them in place of the shared
+// ones. Own memory, made at the first fork.
+struct ForkCopy {
+  uintptr_t address;  // the shared piece
+  void* copy;         // its private copy; nullptr: none could be made
+  size_t bytes;
+};
+ForkCopy* g_fork_copies = nullptr;
+size_t g_fork_copy_count = 0;
+
+// Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
+// region, zero in the copy already): a table's untouched tail costs neither time nor memory.
+void CopyResident(void* to, const void* from, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kBatch = 256;
+  unsigned char resident[kBatch];
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = (bytes - done) / page < kBatch ? (bytes - done) / page : kBatch;
+    auto* src = static_cast<const char*>(from) + done;
+    auto* dst = static_cast<char*>(to) + done;
+    if (mincore(const_cast<char*>(src), n * page, resident) != 0) {
+      std::memcpy(dst, src, n * page);
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        if ((resident[k] & 1) != 0) std::memcpy(dst + k * page, src + k * page, page);
+      }
+    }
+    done += n * page;
+  }
+}
+
 // A decimal number from the environment, or -1.
 long EnvNumber(const char* name) {
   const char* text = getenv(name);
@@ -126,16 +158,14 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
     __atomic_fetch_add(&g_header->lost_extents, 1, __ATOMIC_RELAXED);
     return OwnMap(bytes);
   }
-  uint64_t offset;
-  {
-    SpinLockHolder hold(g_grow_lock);
-    offset = g_size;
-    if (ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
-      __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
-      return OwnMap(bytes);
-    }
-    g_size = offset + bytes;
+  // Held until the piece is listed: a fork (RecordBeforeFork) sees every piece mapped.
+  SpinLockHolder hold(g_grow_lock);
+  const uint64_t offset = g_size;
+  if (ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+    __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
+    return OwnMap(bytes);
   }
+  g_size = offset + bytes;
   void* address = OwnMapShared(bytes, g_fd, offset);
   if (address == nullptr) {
     __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
@@ -210,28 +240,70 @@ void RecordModules() {
   }
 }
 
-void RecordLeaveAfterFork() {
+void RecordBeforeFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  g_grow_lock.Lock();  // no piece is mapped until the fork is over
+  if (g_fork_copies == nullptr) {
+    g_fork_copies = static_cast<ForkCopy*>(OwnMap(sizeof(ForkCopy) * record::kExtentCapacity));
+    if (g_fork_copies == nullptr) return;
+  }
+  g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
     const Extent& row = g_header->extents[i];
     if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) != record::kLive) continue;
-    void* shared = reinterpret_cast<void*>(row.address);
-    // A private copy put in the shared mapping's place (mremap replaces it whole): the tables'
+    ForkCopy& copy = g_fork_copies[g_fork_copy_count++];
+    copy.address = row.address;
+    copy.bytes = row.bytes;
+    copy.copy = mmap(nullptr, row.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy.copy == MAP_FAILED) {
+      copy.copy = nullptr;  // out of memory: the child copies it itself
+      continue;
+    }
+    CopyResident(copy.copy, reinterpret_cast<const void*>(row.address), row.bytes);
+  }
+}
+
+void RecordAfterForkParent() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+    if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
+  }
+  g_fork_copy_count = 0;
+  g_grow_lock.Unlock();
+}
+
+void RecordLeaveAfterFork() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  // Only the pieces this process had at the fork (the parent's threads have gone on since, and
+  // what its directory says now may be mapped in the parent alone).
+  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+    const ForkCopy& piece = g_fork_copies[i];
+    void* shared = reinterpret_cast<void*>(piece.address);
+    void* copy = piece.copy;
+    if (copy == nullptr) {
+      copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (copy == MAP_FAILED) continue;  // out of memory: the child goes on sharing this one
+      CopyResident(copy, shared, piece.bytes);
+    }
+    // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
     // pointers stay valid, and the parent's region no longer sees this process's writes.
-    void* copy = mmap(nullptr, row.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
-    if (copy == MAP_FAILED) continue;  // out of memory: the child goes on sharing this one
-    std::memcpy(copy, shared, row.bytes);
-    if (mremap(copy, row.bytes, row.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) == MAP_FAILED) {
-      munmap(copy, row.bytes);
+    if (mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
+        MAP_FAILED) {
+      munmap(copy, piece.bytes);
     }
   }
+  g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;
   close(g_fd);
   g_fd = -1;
   g_state.store(kNone, std::memory_order_release);
+}
+
+void RecordExitReported() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
 }
 
 bool RecordRegionAttached() { return Attached(); }

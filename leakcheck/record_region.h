@@ -28,10 +28,18 @@ void RecordUnmap(void* address, size_t bytes);
 // Not signal-safe (refreshes the module map); call under a ReentryGuard.
 void RecordModules();
 
-// In a forked child, its tables locked and it alone: every table in the region is moved to
-// private memory at the same address, and the region is let go (closed), so the child's records
-// stay its own and the parent's stay as the parent left them.
+// Around fork(), every table locked: before it, a private copy of each piece of the region (the
+// tables as they are at the fork; no piece is mapped until the fork is over); in the parent after
+// it, the copies dropped; in the child, alone, the copies put in place of the shared pieces at the
+// same addresses and the region let go (closed): the child's records stay its own and the
+// parent's stay as the parent leaves them, whatever its threads write meanwhile.
+void RecordBeforeFork();
+void RecordAfterForkParent();
 void RecordLeaveAfterFork();
+
+// Notes in the region that the process wrote its report at exit: the launcher, which cannot tell
+// otherwise when the program names its own reports, then reports nothing more of it.
+void RecordExitReported();
 
 // Whether this process records into a region the launcher will read (tests, the report).
 bool RecordRegionAttached();

@@ -28,6 +28,7 @@ void BeforeFork() {
   ReportLock().Lock();
   GlobalState().stacks.LockAll();
   GlobalState().allocations.LockAll();
+  RecordBeforeFork();  // the tables as they are now, for the child (record_region.h)
   SetForking(true);
 }
 void UnlockTables() {
@@ -36,6 +37,7 @@ void UnlockTables() {
   GlobalState().stacks.UnlockAll();
 }
 void AfterForkParent() {
+  RecordAfterForkParent();
   UnlockTables();
   ReportLock().Unlock();
 }
@@ -150,6 +152,7 @@ void ReportAtExit() {
   if (auto gnu = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"))) gnu();
   if (auto libc = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "__libc_freeres"))) libc();
   ReportTotals leaks = WriteReport(s, "exit");
+  RecordExitReported();
   if (leaks.allocations > 0 && s.options.exitcode != 0) _exit(s.options.exitcode);
 }
 
