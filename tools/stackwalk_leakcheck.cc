@@ -85,9 +85,10 @@ void PrintHelp(FILE* out) {
     std::fprintf(out, "%s\n", line.c_str());
   }
   std::fprintf(out, "  %-28s %s\n", "--name-in=launcher|program",
-               "where the report is named: in the program at its end (default), or in this "
-               "launcher, which runs the program as its child, gets its reports as dumps and names "
-               "them after the program ended");
+               "where the report is named: in this launcher (default), which gets the program's "
+               "reports as dumps and names them after the program ended, or in the program at its "
+               "end; either way the program runs as this launcher's child, which reports its "
+               "record if it is killed by a signal");
   std::fprintf(out,
                "  %-28s %s\n  %-28s %s\n\n"
                "Exit status: PROGRAM's (or --exitcode's); 2 for a bad command line; 126 for\n"
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
   // With --name-in=launcher the program gets neither where its report goes nor --exitcode: the
   // launcher renders its dumps and decides.
   std::string program_options;
-  bool name_in_launcher = false;
+  bool name_in_launcher = true;
   bool name_in_given = false;
   stackwalk::leakcheck::Options checked;
   for (;;) {
