@@ -202,14 +202,15 @@ TEST(LauncherNames, NamingInTheProgramTheLauncherStillReportsAKilledProgramsReco
         {"segv", SIGSEGV, "SIGSEGV"}}) {
     const rlimit no_core = {0, 0};
     ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);
-    const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, LEAK_ENDINGS, mode});
+    const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=program", LEAK_ENDINGS, mode});
     ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
     EXPECT_EQ(WTERMSIG(run.raw), signo);
     ExpectRecordReport(run.err, name);
   }
   // In the format the options ask for, after what the program wrote to the same file.
   const std::string out = TempPath("killed.json");
-  const Outcome json = RunToEnd({STACKWALK_LEAKCHECK, "--format=json", "-o", out, LEAK_ENDINGS, "kill-self"});
+  const Outcome json = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=program", "--format=json", "-o",
+                                 out, LEAK_ENDINGS, "kill-self"});
   ASSERT_TRUE(WIFSIGNALED(json.raw) && WTERMSIG(json.raw) == SIGKILL) << json.err;
   const std::string text = Slurp(out);
   EXPECT_EQ(text.substr(0, 1), "{") << text;
