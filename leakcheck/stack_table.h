@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "leakcheck/record_format.h"
 #include "leakcheck/spin_lock.h"
 
 namespace stackwalk::leakcheck {
@@ -44,6 +45,11 @@ class StackTable {
   static constexpr int kIdChunk = 4096;
   static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
 
+  // The record region's reader reads the nodes as record::StackNode (record_format.h).
+  static_assert(kMaxFrames == record::kMaxStackFrames &&
+                    static_cast<uint32_t>(kIdChunk) == record::kStackIdChunk &&
+                    static_cast<uint32_t>(kIdChunks) == record::kStackIdChunks,
+                "the record region's reader reads the stack table");
   void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
   // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
   // are published complete, so lookups need no lock.
