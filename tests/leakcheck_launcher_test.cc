@@ -145,6 +145,17 @@ TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   ExpectRecordReport(run.err, "SIGKILL");
 }
 
+// Sampling: the record holds the sampled blocks only, so its report gives their estimates and
+// says so (the 4321-byte block, above the mean, is recorded for certain and stands for itself).
+TEST(LauncherNames, ASampledProgramsRecordSaysItsFiguresAreEstimates) {
+  const Outcome run = RunToEnd(
+      Launcher({"--sample-bytes", "1024", "--sample-seed", "3", LEAK_ENDINGS, "kill-self"}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw) && WTERMSIG(run.raw) == SIGKILL) << run.err;
+  EXPECT_NE(run.err.find("sampled: mean 1024 bytes, figures are estimates"), std::string::npos)
+      << run.err;
+  ExpectRecordReport(run.err, "SIGKILL");
+}
+
 TEST(LauncherNames, SigsegvAndSigabrtAreReportedFromTheRecordWithTheirStatus) {
   const rlimit no_core = {0, 0};
   ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);

@@ -220,6 +220,8 @@ bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSetti
   dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
                                                  "killed by " + SignalName(signo));
   munmap(region, size);
+  // The record holds the sampled blocks only: the report gives their estimates and says so.
+  reading.dump.sample_bytes = settings.sample_bytes;
   dump::DumpRendering& rendering = reading.dump.rendering;
   rendering.json = settings.json;
   rendering.show_reachable = settings.show_reachable;

@@ -8,6 +8,7 @@
 #ifndef STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 #define STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 
+#include <cstdint>
 #include <string>
 
 namespace stackwalk::leakcheck {
@@ -30,6 +31,7 @@ struct SupervisorSettings {
   std::string dump;      // --dump: the raw dumps kept there too ("%p" likewise); none when empty
   int exitcode = 0;      // --exitcode: the status when the program's at-exit report has leaks
   int report_signal = 0; // forwarded like the others, whichever it is
+  uint64_t sample_bytes = 0;  // --sample-bytes: the record's blocks are a sample, its figures estimates
   // How the record's report is rendered (the program's dumps carry their own).
   bool json = false;
   bool show_reachable = false;

@@ -272,6 +272,7 @@ int main(int argc, char** argv) {
   settings.dump = checked.dump;
   settings.exitcode = name_in_launcher ? checked.exitcode : 0;
   settings.report_signal = checked.report_signal;
+  settings.sample_bytes = checked.sample_bytes;
   settings.json = checked.json;
   settings.show_reachable = checked.show_reachable;
   settings.libraries = checked.libraries;
