@@ -20,6 +20,7 @@
 #include "core/snapshot_format.h"
 #include "crash/snapshot_writer.h"
 #include "gtest/gtest.h"
+#include "remote/object_bytes.h"
 #include "remote/remote_walk.h"
 #include "remote/snapshot_memory.h"
 #include "remote/snapshot_reader.h"
@@ -207,6 +208,89 @@ TEST_F(SnapshotTest, RandomCorruptionIsReadAndWalkedSafely) {
     }
   }
   EXPECT_GT(errors, 0);  // the header and section framing are checked
+}
+
+// A crafted ELF64 object of 5 MiB: 65535 PT_NOTE headers at 1 MiB, each note `note_size` bytes
+// at its own offset below them (8 bytes apart: no note inside another's range or the headers'),
+// written to a temporary file whose path is returned.
+constexpr uint64_t kNotesHeaders = uint64_t{1} << 20;
+std::string CraftedNotesObject(uint64_t note_size) {
+  constexpr uint64_t kFileSize = uint64_t{5} << 20;
+  constexpr uint16_t kNotes = 65535;
+  std::vector<unsigned char> bytes(kFileSize);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = kNotesHeaders;
+  eh.e_ehsize = sizeof(eh);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = kNotes;
+  std::memcpy(bytes.data(), &eh, sizeof(eh));
+  for (uint64_t i = 0; i < kNotes; ++i) {
+    Elf64_Phdr ph{};
+    ph.p_type = PT_NOTE;
+    ph.p_offset = i * 8;
+    ph.p_filesz = note_size;
+    EXPECT_LE(ph.p_offset + ph.p_filesz, kFileSize);
+    std::memcpy(bytes.data() + kNotesHeaders + i * sizeof(ph), &ph, sizeof(ph));
+  }
+  char path[] = "/tmp/snapshot_test_notes.XXXXXX";
+  int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  return path;
+}
+
+std::unique_ptr<TargetModules> ListCrafted(const std::string& path) {
+  SnapshotModule listed;
+  listed.path = path;
+  listed.extent = {0x10000, 0x20000};
+  return TargetModules::FromSnapshot({listed}, EM_X86_64, "", "");
+}
+
+TEST(ObjectBudgetTest, HugeNotesAreSkippedNotReadAgainAndAgain) {
+  // 65535 notes of 2 MiB each: 128 GiB of reads before notes past 64 KiB were skipped.
+  const std::string path = CraftedNotesObject(uint64_t{2} << 20);
+  auto modules = ListCrafted(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  EXPECT_EQ(m.error, "");
+  EXPECT_EQ(m.file, path);
+  EXPECT_EQ(m.build_id, "");
+  // The ELF header and the program headers (3.7 MB), nothing of the notes.
+  EXPECT_EQ(modules->bytes_held(), sizeof(Elf64_Ehdr) + uint64_t{65535} * sizeof(Elf64_Phdr));
+  unlink(path.c_str());
+}
+
+TEST(ObjectBudgetTest, ManySmallNotesStopAtTheBudgetWithAClearError) {
+  // 65535 notes of 64 KiB at distinct offsets: 4 GiB of reads, refused past the budget.
+  const std::string path = CraftedNotesObject(uint64_t{64} << 10);
+  std::string error;
+  std::unique_ptr<ObjectBytes> file = ObjectBytes::Open(path, &error);
+  ASSERT_NE(file, nullptr) << error;
+  EXPECT_EQ(file->budget(), 2 * file->size() + (uint64_t{1} << 20));
+  uint64_t i = 0;
+  while (file->Read(i * 8, uint64_t{64} << 10) != nullptr) ++i;
+  EXPECT_TRUE(file->over_budget());
+  EXPECT_LT(i, 65535u);
+  EXPECT_LE(file->bytes_held(), file->budget());
+  EXPECT_GT(file->bytes_held(), file->budget() - (uint64_t{64} << 10));
+  // A range read before is still served past the budget.
+  EXPECT_NE(file->Read(8, 16), nullptr);
+
+  auto modules = ListCrafted(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  EXPECT_NE(m.error.find("refused past that"), std::string::npos) << m.error;
+  EXPECT_EQ(m.file, "");
+  EXPECT_EQ(modules->bytes_held(), 0u);  // the refused file is not kept
+  unlink(path.c_str());
 }
 
 TEST(SnapshotReaderTest, ClearErrors) {

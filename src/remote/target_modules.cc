@@ -24,6 +24,7 @@ namespace {
 
 constexpr uint64_t kPageMask = ~uint64_t{4095};
 constexpr size_t kMaxVdsoSize = size_t{1} << 20;
+constexpr uint64_t kMaxNoteSize = uint64_t{64} << 10;
 
 std::string Hex(const uint8_t* bytes, int n) {
   static const char kDigits[] = "0123456789abcdef";
@@ -179,7 +180,10 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     return;
   }
   for (const Phdr& ph : phdrs) {
-    const unsigned char* note = ph.p_type == PT_NOTE ? file.Read(ph.p_offset, ph.p_filesz) : nullptr;
+    // A build-id note is a few dozen bytes: a larger PT_NOTE (a crafted one) is not read.
+    const unsigned char* note = ph.p_type == PT_NOTE && ph.p_filesz <= kMaxNoteSize
+                                    ? file.Read(ph.p_offset, ph.p_filesz)
+                                    : nullptr;
     if (note == nullptr) continue;
     uint8_t id[32];
     int n = FindGnuBuildId(note, ph.p_filesz, id, sizeof(id));
@@ -203,9 +207,19 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     }
     return false;
   };
+  // Only the first PT_GNU_EH_FRAME and the first PT_ARM_EXIDX (a linker writes one of each):
+  // more, in a crafted object, would each read another segment.
+  bool seen_eh_frame = false, seen_exidx = false;
   for (const Phdr& hdr : phdrs) {
     AddressRange bounds;
     uint64_t local;
+    if (hdr.p_type == PT_GNU_EH_FRAME) {
+      if (seen_eh_frame) continue;
+      seen_eh_frame = true;
+    } else if (hdr.p_type == PT_ARM_EXIDX) {
+      if (seen_exidx) continue;
+      seen_exidx = true;
+    }
     // .eh_frame of this process's class only: 4-byte pointers are decoded modulo 2^32, which
     // the copy's addresses on a 64-bit host are not (arm32 code has .ARM.exidx instead).
     if (hdr.p_type == PT_GNU_EH_FRAME && Elf::kAddressSize == sizeof(void*) &&
@@ -247,6 +261,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     module->debug_frame.absolute_bias = module->load_bias;
     module->debug_frame_index = IndexDebugFrame(module->debug_frame);
   }
+  if (file.over_budget() && module->error.empty()) module->error = file.BudgetError();
 }
 
 void TargetModules::Describe(ObjectBytes& file, const std::vector<FileMapping>& mappings,
@@ -426,6 +441,12 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
 }
 
 TargetModules::~TargetModules() = default;
+
+uint64_t TargetModules::bytes_held() const {
+  uint64_t held = 0;
+  for (const auto& file : files_) held += file->bytes_held();
+  return held;
+}
 
 const TargetModule* TargetModules::Find(uint64_t pc) const {
   auto it = std::upper_bound(modules_.begin(), modules_.end(), pc,

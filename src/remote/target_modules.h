@@ -67,6 +67,8 @@ class TargetModules {
   // The target's readable mappings, sorted (for RemoteMemory).
   const std::vector<AddressRange>& readable() const { return readable_; }
   const std::vector<TargetModule>& modules() const { return modules_; }
+  // The bytes of the objects' files held here (each file's at most ObjectBytes::budget()).
+  uint64_t bytes_held() const;
 
   // The object holding `pc`, or nullptr.
   const TargetModule* Find(uint64_t pc) const;
