@@ -19,6 +19,7 @@
 #include "core/module_map.h"
 #include "core/snapshot_format.h"
 #include "crash/snapshot_writer.h"
+#include "exidx/exidx_table.h"
 #include "gtest/gtest.h"
 #include "remote/object_bytes.h"
 #include "remote/remote_walk.h"
@@ -291,6 +292,69 @@ TEST(ObjectBudgetTest, ManySmallNotesStopAtTheBudgetWithAClearError) {
   EXPECT_EQ(m.file, "");
   EXPECT_EQ(modules->bytes_held(), 0u);  // the refused file is not kept
   unlink(path.c_str());
+}
+
+// An arm32 object whose bias wraps: loaded at 0xffff0000 + link-time 0x20000 = 0x10000 in the
+// target's 32-bit arithmetic. Its index (two functions, EXIDX_CANTUNWIND) found by the target's
+// PCs, with the target's function starts; stored zero-extended, the sums were 0x1'0001'xxxx.
+TEST(Arm32BiasTest, ABiasThatWrapsGivesTheTargets32BitAddresses) {
+  std::vector<unsigned char> bytes(0x1000);
+  Elf32_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS32;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_ARM;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof(eh);
+  eh.e_ehsize = sizeof(eh);
+  eh.e_phentsize = sizeof(Elf32_Phdr);
+  eh.e_phnum = 2;
+  std::memcpy(bytes.data(), &eh, sizeof(eh));
+  Elf32_Phdr load{}, exidx{};
+  load.p_type = PT_LOAD;
+  load.p_vaddr = 0x20000;
+  load.p_filesz = load.p_memsz = 0x1000;
+  load.p_flags = PF_R | PF_X;
+  exidx.p_type = PT_ARM_EXIDX;
+  exidx.p_offset = 0x100;
+  exidx.p_vaddr = 0x20100;
+  exidx.p_filesz = exidx.p_memsz = 16;
+  std::memcpy(bytes.data() + sizeof(eh), &load, sizeof(load));
+  std::memcpy(bytes.data() + sizeof(eh) + sizeof(load), &exidx, sizeof(exidx));
+  // prel31 offsets from each entry to its function: 0x20400 and 0x20800.
+  const uint32_t index[4] = {0x20400 - 0x20100, 1, 0x20800 - 0x20108, 1};
+  std::memcpy(bytes.data() + 0x100, index, sizeof(index));
+  char path[] = "/tmp/snapshot_test_arm32.XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+
+  SnapshotModule listed;
+  listed.path = path;
+  listed.load_bias = 0xffff0000;  // the target's dlpi_addr, zero-extended
+  listed.extent = {0x10000, 0x11000};
+  listed.exec = {listed.extent};
+  auto modules = TargetModules::FromSnapshot({listed}, EM_ARM, "", "");
+  unlink(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  ASSERT_EQ(m.error, "");
+  ASSERT_TRUE(m.has_exidx);
+  EXPECT_EQ(m.LinkTimeAddress(0x10804), 0x20804u);
+  ExidxSection section;
+  ASSERT_TRUE(modules->FindExidx(0x10804, &section));
+  uint64_t entry = 0, start = 0;
+  ASSERT_EQ(FindExidxEntry(section, 0x10804, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(start, 0x10800u);
+  ASSERT_EQ(FindExidxEntry(section, 0x107fe, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(start, 0x10400u);
+  EXPECT_EQ(FindExidxEntry(section, 0x103fe, &entry, &start), ExidxError::kNoEntry);
+  uint64_t personality;
+  EhabiOpcodes ops;
+  EXPECT_EQ(DecodeExidxEntry(section, entry, &personality, &ops), ExidxError::kCantUnwind);
 }
 
 TEST(SnapshotReaderTest, ClearErrors) {

@@ -94,6 +94,7 @@ struct Elf64Types {
   using Shdr = Elf64_Shdr;
   static constexpr int kClass = ELFCLASS64;
   static constexpr int kAddressSize = 8;
+  static uint64_t Truncate(uint64_t address) { return address; }
 };
 struct Elf32Types {
   using Ehdr = Elf32_Ehdr;
@@ -101,6 +102,8 @@ struct Elf32Types {
   using Shdr = Elf32_Shdr;
   static constexpr int kClass = ELFCLASS32;
   static constexpr int kAddressSize = 4;
+  // The target computes its addresses in 32 bits: a sum past 2^32 wraps there.
+  static uint64_t Truncate(uint64_t address) { return static_cast<uint32_t>(address); }
 };
 
 // The file range of the section named `name`, read through the section headers; false if the
@@ -153,6 +156,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     module->error = "not an ELF object of the target's architecture";
     return;
   }
+  module->addresses_32bit = Elf::kAddressSize == 4;
   using Phdr = typename Elf::Phdr;
   const unsigned char* program_headers =
       eh.e_phentsize == sizeof(Phdr) ? file.Read(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Phdr))
@@ -168,7 +172,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
   for (const FileMapping& m : mappings) {
     for (const Phdr& ph : phdrs) {
       if (ph.p_type == PT_LOAD && (ph.p_offset & kPageMask) == m.offset) {
-        module->load_bias = m.range.lo - (ph.p_vaddr & kPageMask);
+        module->load_bias = Elf::Truncate(m.range.lo - (ph.p_vaddr & kPageMask));
         have_bias = true;
         break;
       }
@@ -240,6 +244,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
       module->exidx.table = {local, local + hdr.p_filesz};
       module->exidx.bounds = bounds;
       module->exidx.load_bias = module->load_bias + hdr.p_vaddr - local;
+      module->exidx.addresses_32bit = Elf::kAddressSize == 4;
       module->has_exidx = true;
     }
   }
@@ -376,6 +381,7 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
     module.extent = s.extent;
     module.exec = s.exec;
     module.is_vdso = s.is_vdso;
+    module.addresses_32bit = machine == EM_ARM;
     for (const AddressRange& r : s.exec) t.executable_.push_back(r);
     if (s.is_vdso) {
       // Its tables from the image the snapshot copied (as LoadVdso reads a live one's).

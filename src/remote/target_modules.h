@@ -46,6 +46,15 @@ struct TargetModule {
   bool has_exidx = false;
   ExidxSection exidx;        // an arm32 object's .ARM.exidx (valid if has_exidx), as eh_frame
   std::string error;         // why its tables could not be read (the walk falls back to fp)
+  // An arm32 object: the target computes bias + link-time address in 32 bits, which wraps
+  // (a bias of 0xffff0000 is -0x10000); stored zero-extended here, so offsets are truncated.
+  bool addresses_32bit = false;
+
+  // The link-time address (the file's) of the target's `pc` in this object.
+  uint64_t LinkTimeAddress(uint64_t pc) const {
+    const uint64_t address = pc - load_bias;
+    return addresses_32bit ? static_cast<uint32_t>(address) : address;
+  }
 };
 
 class TargetModules {
