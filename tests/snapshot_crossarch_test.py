@@ -87,6 +87,10 @@ try:
           all(t == table for t in thread["frame_trust"][1:]),
           f"every frame found by the {machine} tables ({table}): {thread['frame_trust']}")
     check(chain_in_order(functions(out)), f"the chain named in order: {functions(out)}")
+    # The faulting function's file:line, through libdw from the foreign ELF's DWARF.
+    fault = [f for f in thread["frames"] if f.get("function") == "snapshot_lib_fault"]
+    check(len(fault) == 1 and fault[0].get("file", "").endswith("snapshot_crash_lib.c") and
+          fault[0].get("line", 0) > 0, f"snapshot_lib_fault's file:line: {fault}")
     check(all(m["error"] == "" for m in out["modules"] if not m["path"].startswith("[")),
           f"every object found and read: {[(m['path'], m['error']) for m in out['modules']]}")
 

@@ -19,7 +19,9 @@
 #include "core/module_map.h"
 #include "core/snapshot_format.h"
 #include "crash/snapshot_writer.h"
+#include "exidx/exidx_table.h"
 #include "gtest/gtest.h"
+#include "remote/object_bytes.h"
 #include "remote/remote_walk.h"
 #include "remote/snapshot_memory.h"
 #include "remote/snapshot_reader.h"
@@ -207,6 +209,152 @@ TEST_F(SnapshotTest, RandomCorruptionIsReadAndWalkedSafely) {
     }
   }
   EXPECT_GT(errors, 0);  // the header and section framing are checked
+}
+
+// A crafted ELF64 object of 5 MiB: 65535 PT_NOTE headers at 1 MiB, each note `note_size` bytes
+// at its own offset below them (8 bytes apart: no note inside another's range or the headers'),
+// written to a temporary file whose path is returned.
+constexpr uint64_t kNotesHeaders = uint64_t{1} << 20;
+std::string CraftedNotesObject(uint64_t note_size) {
+  constexpr uint64_t kFileSize = uint64_t{5} << 20;
+  constexpr uint16_t kNotes = 65535;
+  std::vector<unsigned char> bytes(kFileSize);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = kNotesHeaders;
+  eh.e_ehsize = sizeof(eh);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = kNotes;
+  std::memcpy(bytes.data(), &eh, sizeof(eh));
+  for (uint64_t i = 0; i < kNotes; ++i) {
+    Elf64_Phdr ph{};
+    ph.p_type = PT_NOTE;
+    ph.p_offset = i * 8;
+    ph.p_filesz = note_size;
+    EXPECT_LE(ph.p_offset + ph.p_filesz, kFileSize);
+    std::memcpy(bytes.data() + kNotesHeaders + i * sizeof(ph), &ph, sizeof(ph));
+  }
+  char path[] = "/tmp/snapshot_test_notes.XXXXXX";
+  int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  return path;
+}
+
+std::unique_ptr<TargetModules> ListCrafted(const std::string& path) {
+  SnapshotModule listed;
+  listed.path = path;
+  listed.extent = {0x10000, 0x20000};
+  return TargetModules::FromSnapshot({listed}, EM_X86_64, "", "");
+}
+
+TEST(ObjectBudgetTest, HugeNotesAreSkippedNotReadAgainAndAgain) {
+  // 65535 notes of 2 MiB each: 128 GiB of reads before notes past 64 KiB were skipped.
+  const std::string path = CraftedNotesObject(uint64_t{2} << 20);
+  auto modules = ListCrafted(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  EXPECT_EQ(m.error, "");
+  EXPECT_EQ(m.file, path);
+  EXPECT_EQ(m.build_id, "");
+  // The ELF header and the program headers (3.7 MB), nothing of the notes.
+  EXPECT_EQ(modules->bytes_held(), sizeof(Elf64_Ehdr) + uint64_t{65535} * sizeof(Elf64_Phdr));
+  unlink(path.c_str());
+}
+
+TEST(ObjectBudgetTest, ManySmallNotesStopAtTheBudgetWithAClearError) {
+  // 65535 notes of 64 KiB at distinct offsets: 4 GiB of reads, refused past the budget.
+  const std::string path = CraftedNotesObject(uint64_t{64} << 10);
+  std::string error;
+  std::unique_ptr<ObjectBytes> file = ObjectBytes::Open(path, &error);
+  ASSERT_NE(file, nullptr) << error;
+  EXPECT_EQ(file->budget(), 2 * file->size() + (uint64_t{1} << 20));
+  uint64_t i = 0;
+  while (file->Read(i * 8, uint64_t{64} << 10) != nullptr) ++i;
+  EXPECT_TRUE(file->over_budget());
+  EXPECT_LT(i, 65535u);
+  EXPECT_LE(file->bytes_held(), file->budget());
+  EXPECT_GT(file->bytes_held(), file->budget() - (uint64_t{64} << 10));
+  // A range read before is still served past the budget.
+  EXPECT_NE(file->Read(8, 16), nullptr);
+
+  auto modules = ListCrafted(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  EXPECT_NE(m.error.find("refused past that"), std::string::npos) << m.error;
+  EXPECT_EQ(m.file, "");
+  EXPECT_EQ(modules->bytes_held(), 0u);  // the refused file is not kept
+  unlink(path.c_str());
+}
+
+// An arm32 object whose bias wraps: loaded at 0xffff0000 + link-time 0x20000 = 0x10000 in the
+// target's 32-bit arithmetic. Its index (two functions, EXIDX_CANTUNWIND) found by the target's
+// PCs, with the target's function starts; stored zero-extended, the sums were 0x1'0001'xxxx.
+TEST(Arm32BiasTest, ABiasThatWrapsGivesTheTargets32BitAddresses) {
+  std::vector<unsigned char> bytes(0x1000);
+  Elf32_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS32;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_ARM;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof(eh);
+  eh.e_ehsize = sizeof(eh);
+  eh.e_phentsize = sizeof(Elf32_Phdr);
+  eh.e_phnum = 2;
+  std::memcpy(bytes.data(), &eh, sizeof(eh));
+  Elf32_Phdr load{}, exidx{};
+  load.p_type = PT_LOAD;
+  load.p_vaddr = 0x20000;
+  load.p_filesz = load.p_memsz = 0x1000;
+  load.p_flags = PF_R | PF_X;
+  exidx.p_type = PT_ARM_EXIDX;
+  exidx.p_offset = 0x100;
+  exidx.p_vaddr = 0x20100;
+  exidx.p_filesz = exidx.p_memsz = 16;
+  std::memcpy(bytes.data() + sizeof(eh), &load, sizeof(load));
+  std::memcpy(bytes.data() + sizeof(eh) + sizeof(load), &exidx, sizeof(exidx));
+  // prel31 offsets from each entry to its function: 0x20400 and 0x20800.
+  const uint32_t index[4] = {0x20400 - 0x20100, 1, 0x20800 - 0x20108, 1};
+  std::memcpy(bytes.data() + 0x100, index, sizeof(index));
+  char path[] = "/tmp/snapshot_test_arm32.XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+
+  SnapshotModule listed;
+  listed.path = path;
+  listed.load_bias = 0xffff0000;  // the target's dlpi_addr, zero-extended
+  listed.extent = {0x10000, 0x11000};
+  listed.exec = {listed.extent};
+  auto modules = TargetModules::FromSnapshot({listed}, EM_ARM, "", "");
+  unlink(path);
+  ASSERT_EQ(modules->modules().size(), 1u);
+  const TargetModule& m = modules->modules()[0];
+  ASSERT_EQ(m.error, "");
+  ASSERT_TRUE(m.has_exidx);
+  EXPECT_EQ(m.LinkTimeAddress(0x10804), 0x20804u);
+  ExidxSection section;
+  ASSERT_TRUE(modules->FindExidx(0x10804, &section));
+  uint64_t entry = 0, start = 0;
+  ASSERT_EQ(FindExidxEntry(section, 0x10804, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(start, 0x10800u);
+  ASSERT_EQ(FindExidxEntry(section, 0x107fe, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(start, 0x10400u);
+  EXPECT_EQ(FindExidxEntry(section, 0x103fe, &entry, &start), ExidxError::kNoEntry);
+  uint64_t personality;
+  EhabiOpcodes ops;
+  EXPECT_EQ(DecodeExidxEntry(section, entry, &personality, &ops), ExidxError::kCantUnwind);
 }
 
 TEST(SnapshotReaderTest, ClearErrors) {

@@ -169,7 +169,7 @@ std::vector<SymbolizedFrame> NameFrames(const TargetWalk& walk, const TargetModu
     bare.index = static_cast<int>(i);
     if (m != nullptr) {
       bare.module = m->path;
-      bare.module_offset = f.pc - m->load_bias;
+      bare.module_offset = m->LinkTimeAddress(f.pc);
     }
     if (symbolizer != nullptr && m != nullptr && !m->file.empty() && m->error.empty()) {
       const uint64_t lookup = bare.module_offset - (f.exact ? 0 : 1);

@@ -19,6 +19,12 @@ uint64_t Prel31(uint64_t field_addr, uint32_t word) {
   return field_addr + static_cast<uint64_t>(static_cast<int64_t>(offset));
 }
 
+// The target's address of the function an index word at `at` points to.
+uint64_t FunctionStart(const ExidxSection& section, uint64_t at, uint32_t word) {
+  const uint64_t start = Prel31(at, word) + section.load_bias;
+  return section.addresses_32bit ? static_cast<uint32_t>(start) : start;
+}
+
 }  // namespace
 
 const char* ExidxErrorString(ExidxError error) {
@@ -71,6 +77,7 @@ bool EhabiOpcodes::NextUleb128(uint64_t* value) {
 
 ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* entry,
                           uint64_t* function_start) {
+  if (section.addresses_32bit) pc = static_cast<uint32_t>(pc);
   const uint64_t count = (section.table.hi - section.table.lo) / 8;
   if (section.table.empty() || count == 0) return ExidxError::kNoEntry;
   uint64_t lo = 0, hi = count;  // first entry starting above pc
@@ -81,7 +88,7 @@ ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* en
     if (!ReadWord32(section.table, at, &word) || (word & 0x80000000u) != 0) {
       return ExidxError::kBadEntry;
     }
-    if (Prel31(at, word) + section.load_bias <= pc) {
+    if (FunctionStart(section, at, word) <= pc) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -91,7 +98,7 @@ ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* en
   *entry = section.table.lo + (lo - 1) * 8;
   uint32_t word = 0;
   if (!ReadWord32(section.table, *entry, &word)) return ExidxError::kBadEntry;
-  *function_start = Prel31(*entry, word) + section.load_bias;
+  *function_start = FunctionStart(section, *entry, word);
   return ExidxError::kOk;
 }
 

@@ -20,6 +20,10 @@ struct ExidxSection {
   // this process's loaded index; another process's index read from a copy of its file here gives
   // addresses in the copy, which this turns into the target's (as EhFrameSection::load_bias).
   uint64_t load_bias = 0;
+  // An arm32 target's index read on a 64-bit host: function starts (copy address + load_bias)
+  // and the PC are taken modulo 2^32, as the target's 32-bit dlpi_addr + p_vaddr wraps (a bias
+  // of 0xffff0000 is -0x10000 there; zero-extended here it would not wrap).
+  bool addresses_32bit = false;
 };
 
 enum class ExidxError : uint8_t {

@@ -45,6 +45,7 @@ std::unique_ptr<ObjectBytes> ObjectBytes::Adopt(int fd, std::string* error) {
 std::unique_ptr<ObjectBytes> ObjectBytes::Copy(std::vector<unsigned char> copy) {
   auto bytes = std::unique_ptr<ObjectBytes>(new ObjectBytes());
   bytes->size_ = copy.size();
+  bytes->held_ = copy.size();
   bytes->copy_ = std::move(copy);
   return bytes;
 }
@@ -62,6 +63,10 @@ const unsigned char* ObjectBytes::Read(uint64_t offset, uint64_t n) {
     }
   }
   if (fd_ < 0) return nullptr;
+  if (n > budget() - held_ || pieces_.size() >= kMaxPieces) {  // held_ <= budget() always
+    over_budget_ = true;
+    return nullptr;
+  }
   std::unique_ptr<unsigned char[]> piece(new (std::nothrow) unsigned char[n == 0 ? 1 : n]);
   if (piece == nullptr) return nullptr;
   for (uint64_t done = 0; done < n;) {
@@ -70,8 +75,14 @@ const unsigned char* ObjectBytes::Read(uint64_t offset, uint64_t n) {
     if (got <= 0) return nullptr;  // an error, or the file is shorter now
     done += static_cast<uint64_t>(got);
   }
+  held_ += n;
   pieces_.push_back({offset, n, std::move(piece)});
   return pieces_.back().bytes.get();
+}
+
+std::string ObjectBytes::BudgetError() const {
+  return absl::StrCat("its headers ask for more than ", budget(), " bytes (or ", kMaxPieces,
+                      " ranges) of a ", size_, "-byte file: refused past that");
 }
 
 void ObjectBytes::CloseFile() {

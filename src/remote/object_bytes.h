@@ -29,20 +29,37 @@ class ObjectBytes {
   // The file's size when it was opened.
   uint64_t size() const { return size_; }
   // [offset, offset + n) of the file, valid as long as this lives; nullptr if the range is not
-  // inside size() (or above kMaxRead), or the file no longer holds it (truncated since). A range
-  // inside one read before is served from it.
+  // inside size() (or above kMaxRead), or the file no longer holds it (truncated since), or it
+  // would take the bytes held past budget() or the ranges past kMaxPieces (over_budget() then).
+  // A range inside one read before is served from it.
   const unsigned char* Read(uint64_t offset, uint64_t n);
+  // The bytes the ranges read so far hold (a Copy()'s: its size).
+  uint64_t bytes_held() const { return held_; }
+  // The most the ranges of a file may hold together: a table segment and a .debug_frame may
+  // each be most of the file and overlap other reads, so twice its size, plus the headers'
+  // slack. A crafted object whose headers name the same megabytes thousands of times is
+  // refused past it rather than read again and again (65535 PT_NOTEs of 2 MiB: 128 GiB).
+  uint64_t budget() const { return 2 * size_ + (uint64_t{1} << 20); }
+  // A Read() was refused by budget() or kMaxPieces.
+  bool over_budget() const { return over_budget_; }
+  // Why over_budget(), for a module's error.
+  std::string BudgetError() const;
   // Closes the file: the ranges read stay, later reads of others fail. (TargetModules reads
   // everything it needs at once; a process's hundreds of objects keep no descriptors open.)
   void CloseFile();
 
   // The largest single range read: a table segment, a .debug_frame.
   static constexpr uint64_t kMaxRead = uint64_t{1} << 30;
+  // The most distinct ranges one file is read in (each read looks through them): an object's
+  // headers, notes and tables are a few dozen.
+  static constexpr size_t kMaxPieces = 1024;
 
  private:
   ObjectBytes() = default;
   int fd_ = -1;
   uint64_t size_ = 0;
+  uint64_t held_ = 0;
+  bool over_budget_ = false;
   std::vector<unsigned char> copy_;  // Copy()'s bytes
   struct Piece {
     uint64_t offset;

@@ -24,6 +24,7 @@ namespace {
 
 constexpr uint64_t kPageMask = ~uint64_t{4095};
 constexpr size_t kMaxVdsoSize = size_t{1} << 20;
+constexpr uint64_t kMaxNoteSize = uint64_t{64} << 10;
 
 std::string Hex(const uint8_t* bytes, int n) {
   static const char kDigits[] = "0123456789abcdef";
@@ -93,6 +94,7 @@ struct Elf64Types {
   using Shdr = Elf64_Shdr;
   static constexpr int kClass = ELFCLASS64;
   static constexpr int kAddressSize = 8;
+  static uint64_t Truncate(uint64_t address) { return address; }
 };
 struct Elf32Types {
   using Ehdr = Elf32_Ehdr;
@@ -100,6 +102,8 @@ struct Elf32Types {
   using Shdr = Elf32_Shdr;
   static constexpr int kClass = ELFCLASS32;
   static constexpr int kAddressSize = 4;
+  // The target computes its addresses in 32 bits: a sum past 2^32 wraps there.
+  static uint64_t Truncate(uint64_t address) { return static_cast<uint32_t>(address); }
 };
 
 // The file range of the section named `name`, read through the section headers; false if the
@@ -152,6 +156,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     module->error = "not an ELF object of the target's architecture";
     return;
   }
+  module->addresses_32bit = Elf::kAddressSize == 4;
   using Phdr = typename Elf::Phdr;
   const unsigned char* program_headers =
       eh.e_phentsize == sizeof(Phdr) ? file.Read(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Phdr))
@@ -167,7 +172,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
   for (const FileMapping& m : mappings) {
     for (const Phdr& ph : phdrs) {
       if (ph.p_type == PT_LOAD && (ph.p_offset & kPageMask) == m.offset) {
-        module->load_bias = m.range.lo - (ph.p_vaddr & kPageMask);
+        module->load_bias = Elf::Truncate(m.range.lo - (ph.p_vaddr & kPageMask));
         have_bias = true;
         break;
       }
@@ -179,7 +184,10 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     return;
   }
   for (const Phdr& ph : phdrs) {
-    const unsigned char* note = ph.p_type == PT_NOTE ? file.Read(ph.p_offset, ph.p_filesz) : nullptr;
+    // A build-id note is a few dozen bytes: a larger PT_NOTE (a crafted one) is not read.
+    const unsigned char* note = ph.p_type == PT_NOTE && ph.p_filesz <= kMaxNoteSize
+                                    ? file.Read(ph.p_offset, ph.p_filesz)
+                                    : nullptr;
     if (note == nullptr) continue;
     uint8_t id[32];
     int n = FindGnuBuildId(note, ph.p_filesz, id, sizeof(id));
@@ -203,9 +211,19 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     }
     return false;
   };
+  // Only the first PT_GNU_EH_FRAME and the first PT_ARM_EXIDX (a linker writes one of each):
+  // more, in a crafted object, would each read another segment.
+  bool seen_eh_frame = false, seen_exidx = false;
   for (const Phdr& hdr : phdrs) {
     AddressRange bounds;
     uint64_t local;
+    if (hdr.p_type == PT_GNU_EH_FRAME) {
+      if (seen_eh_frame) continue;
+      seen_eh_frame = true;
+    } else if (hdr.p_type == PT_ARM_EXIDX) {
+      if (seen_exidx) continue;
+      seen_exidx = true;
+    }
     // .eh_frame of this process's class only: 4-byte pointers are decoded modulo 2^32, which
     // the copy's addresses on a 64-bit host are not (arm32 code has .ARM.exidx instead).
     if (hdr.p_type == PT_GNU_EH_FRAME && Elf::kAddressSize == sizeof(void*) &&
@@ -226,6 +244,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
       module->exidx.table = {local, local + hdr.p_filesz};
       module->exidx.bounds = bounds;
       module->exidx.load_bias = module->load_bias + hdr.p_vaddr - local;
+      module->exidx.addresses_32bit = Elf::kAddressSize == 4;
       module->has_exidx = true;
     }
   }
@@ -247,6 +266,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
     module->debug_frame.absolute_bias = module->load_bias;
     module->debug_frame_index = IndexDebugFrame(module->debug_frame);
   }
+  if (file.over_budget() && module->error.empty()) module->error = file.BudgetError();
 }
 
 void TargetModules::Describe(ObjectBytes& file, const std::vector<FileMapping>& mappings,
@@ -361,6 +381,7 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
     module.extent = s.extent;
     module.exec = s.exec;
     module.is_vdso = s.is_vdso;
+    module.addresses_32bit = machine == EM_ARM;
     for (const AddressRange& r : s.exec) t.executable_.push_back(r);
     if (s.is_vdso) {
       // Its tables from the image the snapshot copied (as LoadVdso reads a live one's).
@@ -426,6 +447,12 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
 }
 
 TargetModules::~TargetModules() = default;
+
+uint64_t TargetModules::bytes_held() const {
+  uint64_t held = 0;
+  for (const auto& file : files_) held += file->bytes_held();
+  return held;
+}
 
 const TargetModule* TargetModules::Find(uint64_t pc) const {
   auto it = std::upper_bound(modules_.begin(), modules_.end(), pc,

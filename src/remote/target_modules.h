@@ -46,6 +46,15 @@ struct TargetModule {
   bool has_exidx = false;
   ExidxSection exidx;        // an arm32 object's .ARM.exidx (valid if has_exidx), as eh_frame
   std::string error;         // why its tables could not be read (the walk falls back to fp)
+  // An arm32 object: the target computes bias + link-time address in 32 bits, which wraps
+  // (a bias of 0xffff0000 is -0x10000); stored zero-extended here, so offsets are truncated.
+  bool addresses_32bit = false;
+
+  // The link-time address (the file's) of the target's `pc` in this object.
+  uint64_t LinkTimeAddress(uint64_t pc) const {
+    const uint64_t address = pc - load_bias;
+    return addresses_32bit ? static_cast<uint32_t>(address) : address;
+  }
 };
 
 class TargetModules {
@@ -67,6 +76,8 @@ class TargetModules {
   // The target's readable mappings, sorted (for RemoteMemory).
   const std::vector<AddressRange>& readable() const { return readable_; }
   const std::vector<TargetModule>& modules() const { return modules_; }
+  // The bytes of the objects' files held here (each file's at most ObjectBytes::budget()).
+  uint64_t bytes_held() const;
 
   // The object holding `pc`, or nullptr.
   const TargetModule* Find(uint64_t pc) const;
