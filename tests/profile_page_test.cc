@@ -101,6 +101,19 @@ TEST(TimelineChart, DrawsOnlyTheThreadsWithTheHighestPeaks) {
   EXPECT_NE(RenderTimelineChart(Timeline{}, 800, 300).find("No timeline samples"), std::string::npos);
 }
 
+// Totals near UINT64_MAX put the top of the byte axis above 2^64: its label saturates at the
+// largest value (a plain double-to-integer cast there is undefined; UBSan aborted the fuzzer).
+TEST(TimelineChart, AxisAboveTwoToTheSixtyFourLabelsTheLargestValue) {
+  EXPECT_EQ(SaturateToUint64(18446744073709551616.0 * 1.25), UINT64_MAX);
+  EXPECT_EQ(SaturateToUint64(-3), 0u);
+  EXPECT_EQ(SaturateToUint64(0.0 / 0.0), 0u);
+  EXPECT_EQ(SaturateToUint64(1e19), 10000000000000000000u);
+  Timeline timeline;
+  timeline.points = {{0, UINT64_MAX, {}}, {1, UINT64_MAX / 2, {}}};
+  const std::string svg = RenderTimelineChart(timeline, 800, 300);
+  EXPECT_NE(svg.find(">" + FormatValue(UINT64_MAX, ValueUnit::kBytes) + "</text>"), std::string::npos) << svg;
+}
+
 ReportPage SamplePage() {
   ReportPage page;
   page.title = "profile of <prog>";

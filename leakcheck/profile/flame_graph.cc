@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "leakcheck/profile/value_format.h"
+
 namespace stackwalk::profile {
 namespace {
 
@@ -86,9 +88,8 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
   // The narrowest frame drawn: min_frame_px of the width, in value units (at least 1)...
   const double fraction = options.width_px > 0 ? options.min_frame_px / options.width_px : 0;
   const double by_width = std::ceil(static_cast<double>(total) * fraction);
-  uint64_t threshold = by_width >= 1 ? static_cast<uint64_t>(std::min(
-                                           by_width, static_cast<double>(total)))
-                                     : 1;
+  // (total as a double may round up to 2^64, which no plain cast may take.)
+  const uint64_t threshold = by_width >= 1 ? std::min(SaturateToUint64(by_width), total) : 1;
   // ... and of those at most max_frames, the widest first, then the outermost, then the first
   // made: a callee is never wider than its caller and always deeper, so it never comes before
   // it, and the frames kept form a tree under the root.

@@ -29,8 +29,8 @@ uint64_t NameHash(std::string_view name) {
 // The label a frame of `width_px` shows: the name, or its prefix and "..", or nothing.
 std::string Label(std::string_view name, double width_px) {
   const double fits = (width_px - 6) / kCharPx;
-  if (fits < 3) return {};
-  const auto chars = static_cast<size_t>(fits);
+  if (!(fits >= 3)) return {};
+  const auto chars = static_cast<size_t>(SaturateToUint64(fits));
   if (Utf8Length(name) <= chars) return std::string(name);
   return std::string(Utf8Prefix(name, chars - 2)) + "..";
 }

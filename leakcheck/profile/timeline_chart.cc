@@ -146,7 +146,7 @@ std::string RenderTimelineChart(const Timeline& timeline, double width_px, doubl
     const double v = k * y_step;
     out += "<text x=\"" + FormatCoordinate(kLeft - 6) + "\" y=\"" +
            FormatCoordinate(y_of_zero - v * y_scale + 4) + "\">" +
-           FormatValue(static_cast<uint64_t>(v), ValueUnit::kBytes) + "</text>\n";
+           FormatValue(SaturateToUint64(v), ValueUnit::kBytes) + "</text>\n";
   }
   out += "</g>\n<g class=\"x-labels\" text-anchor=\"middle\" fill=\"#333333\">\n";
   for (int k = 0; k <= x_ticks; ++k) {
