@@ -67,6 +67,28 @@ TEST(FlameTree, SaturatesInsteadOfWrapping) {
   EXPECT_EQ(Find(tree, {"a"})->total, std::numeric_limits<uint64_t>::max());
 }
 
+// Once totals saturate, offsets and the hidden value saturate too instead of wrapping round
+// (a wrapped offset put a frame left of its elder sibling).
+TEST(FlameLayout, OffsetsAndHiddenValueSaturate) {
+  FlameInput input;
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  input.stacks = {{{"a"}, max}, {{"b"}, max}, {{"c"}, 5}};
+  const FlameTree tree = FlameTree::Build(input);
+  FlameLayoutOptions every;
+  every.min_frame_px = 0;  // no minimum width: c (5 of a saturated total) is drawn
+  const FlameLayout layout = LayOut(tree, every);
+  ASSERT_EQ(layout.rects.size(), 4u);  // all, a, b, c
+  for (size_t i = 2; i < layout.rects.size(); ++i) {
+    EXPECT_GE(layout.rects[i].offset, layout.rects[i - 1].offset) << i;
+  }
+  EXPECT_EQ(layout.rects[3].offset, max);
+  FlameLayoutOptions one;
+  one.max_frames = 1;  // the root only: a, b and c are hidden
+  const FlameLayout hidden = LayOut(tree, one);
+  EXPECT_EQ(hidden.hidden_frames, 3u);
+  EXPECT_EQ(hidden.hidden_value, max);
+}
+
 TEST(FlameLayout, ChildrenSitSideBySideInsideTheirCaller) {
   const FlameTree tree = FlameTree::Build(SampleInput());
   const FlameLayout layout = LayOut(tree, FlameLayoutOptions{});

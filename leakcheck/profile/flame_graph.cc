@@ -17,6 +17,12 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b, bool* saturated) {
   return a + b;
 }
 
+// Once totals have saturated, siblings' widths add up past UINT64_MAX: stay there, never wrap.
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  bool ignored = false;
+  return SaturatingAdd(a, b, &ignored);
+}
+
 }  // namespace
 
 FlameTree::FlameTree() {
@@ -135,7 +141,7 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
       if (drawn[child]) {
         pending.push_back(Pending{child, offset});
       } else {
-        layout.hidden_value += width;
+        layout.hidden_value = SaturatingAdd(layout.hidden_value, width);
         // The hidden frame and everything it calls.
         std::vector<uint32_t> below{child};
         while (!below.empty()) {
@@ -146,7 +152,7 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
                        nodes[hidden].children.end());
         }
       }
-      offset += width;
+      offset = SaturatingAdd(offset, width);
     }
     std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first), pending.end());
   }
