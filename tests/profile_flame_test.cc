@@ -248,6 +248,24 @@ TEST(FlameSvg, SameStacksInAnyOrderGiveTheSameBytes) {
   }
 }
 
+// Where max_frames cuts between frames of equal value and depth, which are kept must not
+// depend on the order the stacks came in: the same bytes in any order.
+TEST(FlameSvg, TiesAtTheFrameCapAreBrokenTheSameWayInAnyOrder) {
+  FlameInput input;
+  for (int i = 0; i < 40; ++i) {
+    input.stacks.push_back({{"main", "f" + std::to_string(i), "g"}, 10});
+  }
+  FlameSvgOptions options;
+  options.layout.max_frames = 25;  // all, main, and 23 of the 80 frames of value 10
+  const std::string first = RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options);
+  EXPECT_NE(first.find("f0"), std::string::npos);  // name order: f0, f1, f10, f11, ...
+  std::mt19937 random(11);
+  for (int i = 0; i < 5; ++i) {
+    std::shuffle(input.stacks.begin(), input.stacks.end(), random);
+    EXPECT_EQ(RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options), first);
+  }
+}
+
 TEST(FlameSvg, OneRectPerFrameSizedByValue) {
   const FlameTree tree = FlameTree::Build(SampleInput());
   const std::string svg = RenderFlameSvg(tree, "x", ValueUnit::kBytes, FlameSvgOptions{});
