@@ -114,6 +114,26 @@ TEST(TimelineChart, AxisAboveTwoToTheSixtyFourLabelsTheLargestValue) {
   EXPECT_NE(svg.find(">" + FormatValue(UINT64_MAX, ValueUnit::kBytes) + "</text>"), std::string::npos) << svg;
 }
 
+// A million thread names and a million samples (most naming no thread): the peaks come from
+// one pass over the samples; a scan per thread (10^12 steps) never finished.
+TEST(TimelineChart, AMillionThreadsAndAMillionSamplesInOnePass) {
+  Timeline timeline;
+  constexpr size_t kMillion = 1000000;
+  timeline.thread_names.reserve(kMillion);
+  for (size_t t = 0; t < kMillion; ++t) timeline.thread_names.push_back(std::to_string(t));
+  timeline.points.resize(kMillion);
+  for (size_t i = 0; i < kMillion; ++i) {
+    timeline.points[i].seconds = static_cast<double>(i);
+    timeline.points[i].total_bytes = i;
+  }
+  timeline.points[500000].thread_bytes = {0, 0, 0, 7777};  // thread "3" peaks here
+  const std::string svg = RenderTimelineChart(timeline, 1000, 300);
+  EXPECT_EQ(Count(svg, "<polyline"), 1 + kMaxThreadSeries);
+  EXPECT_GT(PolylinePoints(svg, "thread 3"), 0u);
+  EXPECT_NE(svg.find(std::to_string(kMillion - kMaxThreadSeries) + " threads with lower peaks not drawn"),
+            std::string::npos);
+}
+
 ReportPage SamplePage() {
   ReportPage page;
   page.title = "profile of <prog>";
