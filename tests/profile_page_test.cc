@@ -167,6 +167,35 @@ TEST(ReportPage, HasSummaryChartTablesAndFlameGraphsEscaped) {
       << "nothing but the SVG namespace names a URL";
 }
 
+// Six megabytes of JSON, a million column names and a million empty rows, once asked for 10^12
+// cells: rows are padded only to the longest row, and columns, rows and flame graphs are capped
+// with a note saying how many were left out.
+TEST(ReportPage, TablesAndGraphsAreCappedAndSaySo) {
+  std::string json = R"({"tables": [{"title": "wide", "columns": [)";
+  constexpr size_t kMillion = 1000000;
+  for (size_t c = 0; c < kMillion; ++c) json += c == 0 ? "\"\"" : ",\"\"";
+  json += R"(], "rows": [)";
+  for (size_t r = 0; r < kMillion; ++r) json += r == 0 ? "[]" : ",[]";
+  json += "]}]}";
+  std::vector<std::string> errors;
+  ReportPage page = ReadPageJson(json, errors);
+  ASSERT_EQ(page.tables.size(), 1u);
+  ASSERT_EQ(page.tables[0].rows.size(), kMillion);
+  FlameInput graph;
+  graph.stacks = {{{"main"}, 1}};
+  page.flame_graphs.assign(kMaxReportFlameGraphs + 4, graph);
+  const std::string html = RenderReportPage(page, ReportPageOptions{});
+  EXPECT_EQ(Count(html, "<th>"), kMaxReportColumns);
+  EXPECT_EQ(Count(html, "<tr>"), 1 + kMaxReportRows);
+  EXPECT_EQ(Count(html, "<td"), 0u);  // the longest row is empty: no row is padded
+  EXPECT_NE(html.find(std::to_string(kMillion - kMaxReportColumns) + " more columns not shown"),
+            std::string::npos);
+  EXPECT_NE(html.find(std::to_string(kMillion - kMaxReportRows) + " more rows not shown"),
+            std::string::npos);
+  EXPECT_EQ(Count(html, "class=\"fg-root\""), kMaxReportFlameGraphs);
+  EXPECT_NE(html.find("4 more flame graphs not drawn"), std::string::npos);
+}
+
 TEST(PageJson, ReadsEveryPartAndNamesWhatItLeftOut) {
   std::vector<std::string> errors;
   const ReportPage page = ReadPageJson(R"({
