@@ -204,6 +204,27 @@ TEST(FoldedReader, NamesEachBadLineAndKeepsTheGoodOnes) {
   EXPECT_EQ(Find(tree, {"f"})->total, std::numeric_limits<uint64_t>::max());
 }
 
+// A line of 100,000 frames keeps its outermost 65,536 (its value counted there), says so, and
+// the lines after it are still read.
+TEST(FoldedReader, KeepsTheOutermostFramesOfAnOverlongLineAndWarns) {
+  std::string text = "a 1\n";
+  for (int i = 0; i < 100000; ++i) text += (i == 0 ? "f" : ";f") + std::to_string(i);
+  text += " 3\nb 2\n";
+  FlameTree tree;
+  const FoldedResult result = ReadFolded(text, tree);
+  tree.Finish();
+  EXPECT_EQ(result.stacks, 3u);
+  EXPECT_EQ(result.bad_lines, 0u);
+  EXPECT_EQ(result.truncated_lines, 1u);
+  EXPECT_EQ(tree.nodes().size(), 1 + 2 + kMaxFoldedFrames);  // all, a, b, f0..f65535
+  uint32_t deepest = 0;
+  for (const FlameNode& node : tree.nodes()) deepest = std::max(deepest, node.depth);
+  EXPECT_EQ(deepest, kMaxFoldedFrames);
+  EXPECT_EQ(tree.root().total, 6u);
+  EXPECT_EQ(FormatFoldedErrors(result, "in.folded"),
+            "in.folded:2: warning: more than 65536 frames; only the outermost 65536 kept\n");
+}
+
 TEST(FoldedReader, KeepsTheFirstErrorsAndCountsTheRest) {
   std::string text;
   for (int i = 0; i < 50; ++i) text += "bad\n";
