@@ -287,6 +287,21 @@ TEST(FlameSvg, TiesAtTheFrameCapAreBrokenTheSameWayInAnyOrder) {
   }
 }
 
+// A frame's tooltip and label show at most 2,000 code points of its name and "…": 50,000 frames
+// of megabyte-long names made a drawing of gigabytes.
+TEST(FlameSvg, LongNamesAreCutInTheTooltip) {
+  FlameInput input;
+  const std::string long_name(5000, 'x');
+  input.stacks = {{{"main", long_name}, 10}};
+  FlameSvgOptions options;
+  options.layout.width_px = 1e9;  // a label as wide as the name
+  const std::string svg = RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options);
+  EXPECT_NE(svg.find("<title>" + std::string(kMaxShownNameChars, 'x') + "\xE2\x80\xA6\n"), std::string::npos);
+  EXPECT_EQ(svg.find(std::string(kMaxShownNameChars + 1, 'x')), std::string::npos);
+  EXPECT_NE(svg.find("fill=\"" + FrameColour(long_name) + "\""), std::string::npos);
+  EXPECT_LT(svg.size(), 2 * kMaxShownNameChars + 20000);
+}
+
 TEST(FlameSvg, OneRectPerFrameSizedByValue) {
   const FlameTree tree = FlameTree::Build(SampleInput());
   const std::string svg = RenderFlameSvg(tree, "x", ValueUnit::kBytes, FlameSvgOptions{});
