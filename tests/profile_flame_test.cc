@@ -67,6 +67,28 @@ TEST(FlameTree, SaturatesInsteadOfWrapping) {
   EXPECT_EQ(Find(tree, {"a"})->total, std::numeric_limits<uint64_t>::max());
 }
 
+// Once totals saturate, offsets and the hidden value saturate too instead of wrapping round
+// (a wrapped offset put a frame left of its elder sibling).
+TEST(FlameLayout, OffsetsAndHiddenValueSaturate) {
+  FlameInput input;
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  input.stacks = {{{"a"}, max}, {{"b"}, max}, {{"c"}, 5}};
+  const FlameTree tree = FlameTree::Build(input);
+  FlameLayoutOptions every;
+  every.min_frame_px = 0;  // no minimum width: c (5 of a saturated total) is drawn
+  const FlameLayout layout = LayOut(tree, every);
+  ASSERT_EQ(layout.rects.size(), 4u);  // all, a, b, c
+  for (size_t i = 2; i < layout.rects.size(); ++i) {
+    EXPECT_GE(layout.rects[i].offset, layout.rects[i - 1].offset) << i;
+  }
+  EXPECT_EQ(layout.rects[3].offset, max);
+  FlameLayoutOptions one;
+  one.max_frames = 1;  // the root only: a, b and c are hidden
+  const FlameLayout hidden = LayOut(tree, one);
+  EXPECT_EQ(hidden.hidden_frames, 3u);
+  EXPECT_EQ(hidden.hidden_value, max);
+}
+
 TEST(FlameLayout, ChildrenSitSideBySideInsideTheirCaller) {
   const FlameTree tree = FlameTree::Build(SampleInput());
   const FlameLayout layout = LayOut(tree, FlameLayoutOptions{});
@@ -182,6 +204,27 @@ TEST(FoldedReader, NamesEachBadLineAndKeepsTheGoodOnes) {
   EXPECT_EQ(Find(tree, {"f"})->total, std::numeric_limits<uint64_t>::max());
 }
 
+// A line of 100,000 frames keeps its outermost 65,536 (its value counted there), says so, and
+// the lines after it are still read.
+TEST(FoldedReader, KeepsTheOutermostFramesOfAnOverlongLineAndWarns) {
+  std::string text = "a 1\n";
+  for (int i = 0; i < 100000; ++i) text += (i == 0 ? "f" : ";f") + std::to_string(i);
+  text += " 3\nb 2\n";
+  FlameTree tree;
+  const FoldedResult result = ReadFolded(text, tree);
+  tree.Finish();
+  EXPECT_EQ(result.stacks, 3u);
+  EXPECT_EQ(result.bad_lines, 0u);
+  EXPECT_EQ(result.truncated_lines, 1u);
+  EXPECT_EQ(tree.nodes().size(), 1 + 2 + kMaxFoldedFrames);  // all, a, b, f0..f65535
+  uint32_t deepest = 0;
+  for (const FlameNode& node : tree.nodes()) deepest = std::max(deepest, node.depth);
+  EXPECT_EQ(deepest, kMaxFoldedFrames);
+  EXPECT_EQ(tree.root().total, 6u);
+  EXPECT_EQ(FormatFoldedErrors(result, "in.folded"),
+            "in.folded:2: warning: more than 65536 frames; only the outermost 65536 kept\n");
+}
+
 TEST(FoldedReader, KeepsTheFirstErrorsAndCountsTheRest) {
   std::string text;
   for (int i = 0; i < 50; ++i) text += "bad\n";
@@ -224,6 +267,39 @@ TEST(FlameSvg, SameStacksInAnyOrderGiveTheSameBytes) {
     std::shuffle(input.stacks.begin(), input.stacks.end(), random);
     EXPECT_EQ(RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, FlameSvgOptions{}), first);
   }
+}
+
+// Where max_frames cuts between frames of equal value and depth, which are kept must not
+// depend on the order the stacks came in: the same bytes in any order.
+TEST(FlameSvg, TiesAtTheFrameCapAreBrokenTheSameWayInAnyOrder) {
+  FlameInput input;
+  for (int i = 0; i < 40; ++i) {
+    input.stacks.push_back({{"main", "f" + std::to_string(i), "g"}, 10});
+  }
+  FlameSvgOptions options;
+  options.layout.max_frames = 25;  // all, main, and 23 of the 80 frames of value 10
+  const std::string first = RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options);
+  EXPECT_NE(first.find("f0"), std::string::npos);  // name order: f0, f1, f10, f11, ...
+  std::mt19937 random(11);
+  for (int i = 0; i < 5; ++i) {
+    std::shuffle(input.stacks.begin(), input.stacks.end(), random);
+    EXPECT_EQ(RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options), first);
+  }
+}
+
+// A frame's tooltip and label show at most 2,000 code points of its name and "…": 50,000 frames
+// of megabyte-long names made a drawing of gigabytes.
+TEST(FlameSvg, LongNamesAreCutInTheTooltip) {
+  FlameInput input;
+  const std::string long_name(5000, 'x');
+  input.stacks = {{{"main", long_name}, 10}};
+  FlameSvgOptions options;
+  options.layout.width_px = 1e9;  // a label as wide as the name
+  const std::string svg = RenderFlameSvg(FlameTree::Build(input), "x", ValueUnit::kBytes, options);
+  EXPECT_NE(svg.find("<title>" + std::string(kMaxShownNameChars, 'x') + "\xE2\x80\xA6\n"), std::string::npos);
+  EXPECT_EQ(svg.find(std::string(kMaxShownNameChars + 1, 'x')), std::string::npos);
+  EXPECT_NE(svg.find("fill=\"" + FrameColour(long_name) + "\""), std::string::npos);
+  EXPECT_LT(svg.size(), 2 * kMaxShownNameChars + 20000);
 }
 
 TEST(FlameSvg, OneRectPerFrameSizedByValue) {

@@ -101,6 +101,39 @@ TEST(TimelineChart, DrawsOnlyTheThreadsWithTheHighestPeaks) {
   EXPECT_NE(RenderTimelineChart(Timeline{}, 800, 300).find("No timeline samples"), std::string::npos);
 }
 
+// Totals near UINT64_MAX put the top of the byte axis above 2^64: its label saturates at the
+// largest value (a plain double-to-integer cast there is undefined; UBSan aborted the fuzzer).
+TEST(TimelineChart, AxisAboveTwoToTheSixtyFourLabelsTheLargestValue) {
+  EXPECT_EQ(SaturateToUint64(18446744073709551616.0 * 1.25), UINT64_MAX);
+  EXPECT_EQ(SaturateToUint64(-3), 0u);
+  EXPECT_EQ(SaturateToUint64(0.0 / 0.0), 0u);
+  EXPECT_EQ(SaturateToUint64(1e19), 10000000000000000000u);
+  Timeline timeline;
+  timeline.points = {{0, UINT64_MAX, {}}, {1, UINT64_MAX / 2, {}}};
+  const std::string svg = RenderTimelineChart(timeline, 800, 300);
+  EXPECT_NE(svg.find(">" + FormatValue(UINT64_MAX, ValueUnit::kBytes) + "</text>"), std::string::npos) << svg;
+}
+
+// A million thread names and a million samples (most naming no thread): the peaks come from
+// one pass over the samples; a scan per thread (10^12 steps) never finished.
+TEST(TimelineChart, AMillionThreadsAndAMillionSamplesInOnePass) {
+  Timeline timeline;
+  constexpr size_t kMillion = 1000000;
+  timeline.thread_names.reserve(kMillion);
+  for (size_t t = 0; t < kMillion; ++t) timeline.thread_names.push_back(std::to_string(t));
+  timeline.points.resize(kMillion);
+  for (size_t i = 0; i < kMillion; ++i) {
+    timeline.points[i].seconds = static_cast<double>(i);
+    timeline.points[i].total_bytes = i;
+  }
+  timeline.points[500000].thread_bytes = {0, 0, 0, 7777};  // thread "3" peaks here
+  const std::string svg = RenderTimelineChart(timeline, 1000, 300);
+  EXPECT_EQ(Count(svg, "<polyline"), 1 + kMaxThreadSeries);
+  EXPECT_GT(PolylinePoints(svg, "thread 3"), 0u);
+  EXPECT_NE(svg.find(std::to_string(kMillion - kMaxThreadSeries) + " threads with lower peaks not drawn"),
+            std::string::npos);
+}
+
 ReportPage SamplePage() {
   ReportPage page;
   page.title = "profile of <prog>";
@@ -132,6 +165,35 @@ TEST(ReportPage, HasSummaryChartTablesAndFlameGraphsEscaped) {
   EXPECT_EQ(Count(html, "data-unit=\"count\""), 1u);
   EXPECT_EQ(html.find("http://", html.find("<body>")), html.find("http://www.w3.org/2000/svg"))
       << "nothing but the SVG namespace names a URL";
+}
+
+// Six megabytes of JSON, a million column names and a million empty rows, once asked for 10^12
+// cells: rows are padded only to the longest row, and columns, rows and flame graphs are capped
+// with a note saying how many were left out.
+TEST(ReportPage, TablesAndGraphsAreCappedAndSaySo) {
+  std::string json = R"({"tables": [{"title": "wide", "columns": [)";
+  constexpr size_t kMillion = 1000000;
+  for (size_t c = 0; c < kMillion; ++c) json += c == 0 ? "\"\"" : ",\"\"";
+  json += R"(], "rows": [)";
+  for (size_t r = 0; r < kMillion; ++r) json += r == 0 ? "[]" : ",[]";
+  json += "]}]}";
+  std::vector<std::string> errors;
+  ReportPage page = ReadPageJson(json, errors);
+  ASSERT_EQ(page.tables.size(), 1u);
+  ASSERT_EQ(page.tables[0].rows.size(), kMillion);
+  FlameInput graph;
+  graph.stacks = {{{"main"}, 1}};
+  page.flame_graphs.assign(kMaxReportFlameGraphs + 4, graph);
+  const std::string html = RenderReportPage(page, ReportPageOptions{});
+  EXPECT_EQ(Count(html, "<th>"), kMaxReportColumns);
+  EXPECT_EQ(Count(html, "<tr>"), 1 + kMaxReportRows);
+  EXPECT_EQ(Count(html, "<td"), 0u);  // the longest row is empty: no row is padded
+  EXPECT_NE(html.find(std::to_string(kMillion - kMaxReportColumns) + " more columns not shown"),
+            std::string::npos);
+  EXPECT_NE(html.find(std::to_string(kMillion - kMaxReportRows) + " more rows not shown"),
+            std::string::npos);
+  EXPECT_EQ(Count(html, "class=\"fg-root\""), kMaxReportFlameGraphs);
+  EXPECT_NE(html.find("4 more flame graphs not drawn"), std::string::npos);
 }
 
 TEST(PageJson, ReadsEveryPartAndNamesWhatItLeftOut) {

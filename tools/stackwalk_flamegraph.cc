@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     const FoldedResult result = ReadFolded(text, tree);
     tree.Finish();
     std::fputs(FormatFoldedErrors(result, name).c_str(), stderr);
-    complete = result.bad_lines == 0;
+    complete = result.bad_lines == 0 && result.truncated_lines == 0;  // a truncated line is drawn, but not all of it
     rendered = RenderFlameSvg(tree, title.empty() ? name : title, unit, options);
   }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "leakcheck/profile/value_format.h"
+
 namespace stackwalk::profile {
 namespace {
 
@@ -13,6 +15,26 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b, bool* saturated) {
     return std::numeric_limits<uint64_t>::max();
   }
   return a + b;
+}
+
+// Once totals have saturated, siblings' widths add up past UINT64_MAX: stay there, never wrap.
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  bool ignored = false;
+  return SaturatingAdd(a, b, &ignored);
+}
+
+// Each node's place in a depth-first walk of the finished tree (children in name order).
+std::vector<uint32_t> DepthFirstPositions(const std::vector<FlameNode>& nodes) {
+  std::vector<uint32_t> position(nodes.size(), 0);
+  std::vector<uint32_t> pending{0};
+  uint32_t next = 0;
+  while (!pending.empty()) {
+    const uint32_t node = pending.back();
+    pending.pop_back();
+    position[node] = next++;
+    pending.insert(pending.end(), nodes[node].children.rbegin(), nodes[node].children.rend());
+  }
+  return position;
 }
 
 }  // namespace
@@ -86,11 +108,10 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
   // The narrowest frame drawn: min_frame_px of the width, in value units (at least 1)...
   const double fraction = options.width_px > 0 ? options.min_frame_px / options.width_px : 0;
   const double by_width = std::ceil(static_cast<double>(total) * fraction);
-  uint64_t threshold = by_width >= 1 ? static_cast<uint64_t>(std::min(
-                                           by_width, static_cast<double>(total)))
-                                     : 1;
-  // ... and of those at most max_frames, the widest first, then the outermost, then the first
-  // made: a callee is never wider than its caller and always deeper, so it never comes before
+  // (total as a double may round up to 2^64, which no plain cast may take.)
+  const uint64_t threshold = by_width >= 1 ? std::min(SaturateToUint64(by_width), total) : 1;
+  // ... and of those at most max_frames, the widest first, then the outermost, then the
+  // leftmost: a callee is never wider than its caller and always deeper, so it never comes before
   // it, and the frames kept form a tree under the root.
   std::vector<uint32_t> wide;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
@@ -98,11 +119,14 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
   }
   const size_t max_frames = std::max<size_t>(options.max_frames, 1);
   if (wide.size() > max_frames) {
+    // Node indexes follow the input's order; the depth-first position along the name-sorted
+    // children does not, so equal frames are cut the same way whatever order the stacks came in.
+    const std::vector<uint32_t> position = DepthFirstPositions(nodes);
     std::nth_element(wide.begin(), wide.begin() + static_cast<std::ptrdiff_t>(max_frames - 1),
                      wide.end(), [&](uint32_t a, uint32_t b) {
                        if (nodes[a].total != nodes[b].total) return nodes[a].total > nodes[b].total;
                        if (nodes[a].depth != nodes[b].depth) return nodes[a].depth < nodes[b].depth;
-                       return a < b;
+                       return position[a] < position[b];
                      });
     wide.resize(max_frames);
   }
@@ -134,7 +158,7 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
       if (drawn[child]) {
         pending.push_back(Pending{child, offset});
       } else {
-        layout.hidden_value += width;
+        layout.hidden_value = SaturatingAdd(layout.hidden_value, width);
         // The hidden frame and everything it calls.
         std::vector<uint32_t> below{child};
         while (!below.empty()) {
@@ -145,7 +169,7 @@ FlameLayout LayOut(const FlameTree& tree, const FlameLayoutOptions& options) {
                        nodes[hidden].children.end());
         }
       }
-      offset += width;
+      offset = SaturatingAdd(offset, width);
     }
     std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first), pending.end());
   }

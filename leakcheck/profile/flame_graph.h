@@ -106,8 +106,9 @@ struct FlameRect {
 
 // FlameLayout: the frames to draw, parents before their children, siblings left to right.
 // A frame narrower than min_frame_px, or beyond max_frames (the narrowest go first; of equal
-// ones, the deepest), is not drawn: its value stays in its caller's width. hidden_frames counts
-// them, hidden_value is what the outermost of them hold together.
+// ones, the deepest, then the rightmost in name order, so the input's order never matters), is
+// not drawn: its value stays in its caller's width. hidden_frames counts them, hidden_value is
+// what the outermost of them hold together.
 struct FlameLayout {
   std::vector<FlameRect> rects;
   uint32_t max_depth = 0;

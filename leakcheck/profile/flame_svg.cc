@@ -26,11 +26,18 @@ uint64_t NameHash(std::string_view name) {
   return hash;
 }
 
+// The name a frame's tooltip and label show: at most kMaxShownNameChars code points and "…",
+// so 50,000 frames named by megabyte-long templates still make a drawing of bounded size.
+std::string ShownName(std::string name) {
+  if (Utf8Length(name) <= kMaxShownNameChars) return name;
+  return std::string(Utf8Prefix(name, kMaxShownNameChars)) + "\xE2\x80\xA6";  // U+2026
+}
+
 // The label a frame of `width_px` shows: the name, or its prefix and "..", or nothing.
 std::string Label(std::string_view name, double width_px) {
   const double fits = (width_px - 6) / kCharPx;
-  if (fits < 3) return {};
-  const auto chars = static_cast<size_t>(fits);
+  if (!(fits >= 3)) return {};
+  const auto chars = static_cast<size_t>(SaturateToUint64(fits));
   if (Utf8Length(name) <= chars) return std::string(name);
   return std::string(Utf8Prefix(name, chars - 2)) + "..";
 }
@@ -107,7 +114,8 @@ std::string RenderFlameSvg(const FlameTree& tree, std::string_view title, ValueU
   const double scale = total > 0 ? graph_width / static_cast<double>(total) : 0;
   for (const FlameRect& rect : layout.rects) {
     const FlameNode& node = tree.nodes()[rect.node];
-    const std::string name = ValidUtf8(tree.Name(node));
+    const std::string full_name = ValidUtf8(tree.Name(node));
+    const std::string name = ShownName(full_name);
     const double x = kPad + static_cast<double>(rect.offset) * scale;
     const double w = static_cast<double>(node.total) * scale;
     const double y = height - kFooter - (node.depth + 1) * kFrameHeight;
@@ -117,7 +125,7 @@ std::string RenderFlameSvg(const FlameTree& tree, std::string_view title, ValueU
            " (" + FormatShare(node.total, total) + ")</title>";
     out += "<rect x=\"" + FormatCoordinate(x) + "\" y=\"" + FormatCoordinate(y) + "\" width=\"" +
            FormatCoordinate(w) + "\" height=\"" + FormatCoordinate(kFrameHeight - 1) +
-           "\" fill=\"" + FrameColour(name) + "\" rx=\"2\"/>";
+           "\" fill=\"" + FrameColour(full_name) + "\" rx=\"2\"/>";
     const std::string label = Label(name, w);
     if (!label.empty()) {
       out += "<text x=\"" + FormatCoordinate(x + 3) + "\" y=\"" + FormatCoordinate(y + 11.5) +

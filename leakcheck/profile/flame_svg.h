@@ -6,6 +6,7 @@
 #ifndef STACKWALK_LEAKCHECK_PROFILE_FLAME_SVG_H_
 #define STACKWALK_LEAKCHECK_PROFILE_FLAME_SVG_H_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,10 @@ struct FlameSvgOptions {
   // place inside an HTML page (html_report.h).
   bool standalone = true;
 };
+
+// The longest frame name drawn, in code points; a longer one is cut there and ends in "…"
+// (the colour still comes from the whole name).
+inline constexpr size_t kMaxShownNameChars = 2000;
 
 // RenderFlameSvg(): the finished `tree` drawn. Every name is written through MarkupEscape();
 // a tree whose values saturated, and frames too narrow to draw, are said so in the drawing.

@@ -166,7 +166,12 @@ const std::string_view kFlameSvgScript = R"JS(
       }
     });
     var wanted = /^#search=(.*)$/.exec(window.location.hash);
-    if (wanted) search(decodeURIComponent(wanted[1]));
+    if (wanted) {
+      var text = wanted[1];
+      // "#search=100%" is no valid escape: decodeURIComponent throws; search for it as written.
+      try { text = decodeURIComponent(text); } catch (e) {}
+      search(text);
+    }
   }
 })();
 )JS";

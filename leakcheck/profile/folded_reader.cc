@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace stackwalk::profile {
 namespace {
@@ -10,7 +11,7 @@ bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 
 // Reads one non-blank line into `frames` and `value`, or says why it cannot.
 std::string ReadLine(std::string_view line, std::vector<std::string_view>& frames,
-                     uint64_t& value) {
+                     uint64_t& value, bool& truncated) {
   size_t end = line.size();
   while (end > 0 && IsSpace(line[end - 1])) --end;
   size_t value_start = end;
@@ -36,7 +37,12 @@ std::string ReadLine(std::string_view line, std::vector<std::string_view>& frame
   std::string_view stack = line.substr(0, stack_end);
   if (stack.empty()) return "no frames before the value";
   frames.clear();
+  truncated = false;
   while (true) {
+    if (frames.size() == kMaxFoldedFrames) {  // the rest is deeper: its value stays in the last kept
+      truncated = true;
+      break;
+    }
     const size_t semicolon = stack.find(';');
     frames.push_back(stack.substr(0, semicolon));
     if (semicolon == std::string_view::npos) break;
@@ -73,13 +79,23 @@ FoldedResult ReadFolded(std::string_view text, const FoldedSink& sink) {
     for (const char c : line) blank = blank && IsSpace(c);
     if (blank) continue;
     uint64_t value = 0;
-    std::string reason = ReadLine(line, frames, value);
+    bool truncated = false;
+    std::string reason = ReadLine(line, frames, value, truncated);
     if (!reason.empty()) {
       ++result.bad_lines;
       if (result.errors.size() < kMaxFoldedErrors) {
         result.errors.push_back(FoldedError{number, std::move(reason)});
       }
       continue;
+    }
+    if (truncated) {
+      ++result.truncated_lines;
+      if (result.warnings.size() < kMaxFoldedErrors) {
+        result.warnings.push_back(FoldedError{
+            number, "warning: more than " + std::to_string(kMaxFoldedFrames) +
+                        " frames; only the outermost " + std::to_string(kMaxFoldedFrames) +
+                        " kept"});
+      }
     }
     sink(frames, value);
     ++result.stacks;
@@ -96,6 +112,15 @@ std::string FormatFoldedErrors(const FoldedResult& result, std::string_view name
   if (result.bad_lines > result.errors.size()) {
     out.append(name).append(": ").append(std::to_string(result.bad_lines - result.errors.size()));
     out.append(" more bad lines\n");
+  }
+  for (const FoldedError& warning : result.warnings) {
+    out.append(name).append(":").append(std::to_string(warning.line)).append(": ");
+    out.append(warning.reason).append("\n");
+  }
+  if (result.truncated_lines > result.warnings.size()) {
+    out.append(name).append(": warning: ");
+    out.append(std::to_string(result.truncated_lines - result.warnings.size()));
+    out.append(" more lines truncated\n");
   }
   return out;
 }

@@ -28,14 +28,19 @@ struct FoldedError {
 };
 
 // The lines read, merged into `tree` (not Finish()ed), and the first kMaxFoldedErrors bad lines;
-// bad_lines counts them all. A bad line adds nothing; the other lines are still read.
+// bad_lines counts them all. A bad line adds nothing; the other lines are still read. A line of
+// more than kMaxFoldedFrames frames keeps its outermost kMaxFoldedFrames (its value counts there)
+// and is counted in truncated_lines, the first kMaxFoldedErrors of them named in warnings.
 struct FoldedResult {
   size_t stacks = 0;
   size_t bad_lines = 0;
   std::vector<FoldedError> errors;
+  size_t truncated_lines = 0;
+  std::vector<FoldedError> warnings;
 };
 
 inline constexpr size_t kMaxFoldedErrors = 20;
+inline constexpr size_t kMaxFoldedFrames = 65536;
 
 // Receives each good line's frames (outermost first) and value.
 using FoldedSink = std::function<void(std::span<const std::string_view> frames, uint64_t value)>;
@@ -49,7 +54,8 @@ FoldedResult ReadFolded(std::string_view text, FlameTree& tree);
 // ReadFolded(): reads the folded `text` into `input`'s stacks.
 FoldedResult ReadFolded(std::string_view text, FlameInput& input);
 
-// FormatFoldedErrors(): "NAME:LINE: reason" lines, and how many more there were.
+// FormatFoldedErrors(): "NAME:LINE: reason" lines, and how many more there were; then the
+// truncated lines' warnings the same way.
 std::string FormatFoldedErrors(const FoldedResult& result, std::string_view name);
 
 }  // namespace stackwalk::profile

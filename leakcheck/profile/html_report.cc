@@ -1,5 +1,8 @@
 #include "leakcheck/profile/html_report.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "leakcheck/profile/flame_svg.h"
 #include "leakcheck/profile/markup_escape.h"
 
@@ -27,6 +30,8 @@ document.querySelectorAll('section.flame').forEach(function (section) {
 });
 )JS";
 
+const std::string kEmpty;
+
 bool LooksNumeric(const std::string& cell) {
   if (cell.empty()) return false;
   for (const char c : cell) {
@@ -38,20 +43,41 @@ bool LooksNumeric(const std::string& cell) {
   return cell[0] >= '0' && cell[0] <= '9';
 }
 
+std::string Plural(size_t count, std::string_view one) {
+  return std::to_string(count) + " " + std::string(one) + (count == 1 ? "" : "s");
+}
+
 void AppendTable(std::string& out, const ReportTable& table) {
+  // Cells per row: the header's, but no more than the longest row has (an empty cell per column
+  // per row would make a few bytes of JSON, a million columns and a million empty rows, into
+  // 10^12 cells) and no more than kMaxReportColumns.
+  size_t longest_row = 0;
+  for (const std::vector<std::string>& row : table.rows) longest_row = std::max(longest_row, row.size());
+  const size_t columns = std::min(table.columns.size(), kMaxReportColumns);
+  const size_t cells = std::min(columns, longest_row);
+  const size_t rows = std::min(table.rows.size(), kMaxReportRows);
   out += "<h2>" + MarkupEscape(table.title) + "</h2>\n<table class=\"top\">\n<tr>";
-  for (const std::string& column : table.columns) out += "<th>" + MarkupEscape(column) + "</th>";
+  for (size_t c = 0; c < columns; ++c) out += "<th>" + MarkupEscape(table.columns[c]) + "</th>";
   out += "</tr>\n";
-  for (const std::vector<std::string>& row : table.rows) {
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<std::string>& row = table.rows[r];
     out += "<tr>";
-    for (size_t c = 0; c < table.columns.size(); ++c) {
-      const std::string cell = c < row.size() ? row[c] : std::string();
+    for (size_t c = 0; c < cells; ++c) {
+      const std::string& cell = c < row.size() ? row[c] : kEmpty;
       out += LooksNumeric(cell) ? "<td class=\"number\">" : "<td>";
       out += MarkupEscape(cell) + "</td>";
     }
     out += "</tr>\n";
   }
   out += "</table>\n";
+  if (table.columns.size() > columns) {
+    out += "<p class=\"left-out\">" + Plural(table.columns.size() - columns, "more column") +
+           " not shown (at most " + std::to_string(kMaxReportColumns) + ").</p>\n";
+  }
+  if (table.rows.size() > rows) {
+    out += "<p class=\"left-out\">" + Plural(table.rows.size() - rows, "more row") +
+           " not shown (at most " + std::to_string(kMaxReportRows) + ").</p>\n";
+  }
 }
 
 }  // namespace
@@ -80,11 +106,17 @@ std::string RenderReportPage(const ReportPage& page, const ReportPageOptions& op
   flame_options.layout = options.flame_layout;
   flame_options.layout.width_px = options.width_px;
   flame_options.standalone = false;
-  for (const FlameInput& input : page.flame_graphs) {
+  const size_t graphs = std::min(page.flame_graphs.size(), kMaxReportFlameGraphs);
+  for (size_t g = 0; g < graphs; ++g) {
+    const FlameInput& input = page.flame_graphs[g];
     out += "<section class=\"flame\">\n<h2>" + MarkupEscape(input.title) + "</h2>\n";
     out += "<input class=\"flame-search\" type=\"search\" placeholder=\"Highlight frames containing...\" size=\"40\">\n";
     out += RenderFlameSvg(FlameTree::Build(input), input.title, input.unit, flame_options);
     out += "</section>\n";
+  }
+  if (page.flame_graphs.size() > graphs) {
+    out += "<p class=\"left-out\">" + Plural(page.flame_graphs.size() - graphs, "more flame graph") +
+           " not drawn (at most " + std::to_string(kMaxReportFlameGraphs) + ").</p>\n";
   }
   out += "<script>";
   out += kPageScript;

@@ -5,6 +5,7 @@
 #ifndef STACKWALK_LEAKCHECK_PROFILE_HTML_REPORT_H_
 #define STACKWALK_LEAKCHECK_PROFILE_HTML_REPORT_H_
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,7 @@
 namespace stackwalk::profile {
 
 // A table of rows of cells, `columns` naming them; a row shorter than the header gets empty
-// cells, a longer one is cut to it.
+// cells (up to the longest row's length), a longer one is cut to it.
 struct ReportTable {
   std::string title;
   std::vector<std::string> columns;
@@ -29,6 +30,12 @@ struct ReportPage {
   std::vector<ReportTable> tables;
   std::vector<FlameInput> flame_graphs;
 };
+
+// What one page draws at most, so its size follows what it shows, not what it was given: the
+// columns and rows of each table and the flame graphs. The page says what it left out.
+inline constexpr size_t kMaxReportColumns = 64;
+inline constexpr size_t kMaxReportRows = 10000;
+inline constexpr size_t kMaxReportFlameGraphs = 16;
 
 struct ReportPageOptions {
   double width_px = 1200;          // the chart's and the flame graphs' width

@@ -146,7 +146,7 @@ void ReadFlameGraph(const json& graph, const std::string& where, FlameInput& out
     return;
   }
   const FoldedResult result = ReadFolded(folded->get_ref<const std::string&>(), out);
-  if (result.bad_lines == 0) return;
+  if (result.bad_lines == 0 && result.truncated_lines == 0) return;
   const std::string messages = FormatFoldedErrors(result, where + ".folded");
   size_t start = 0;
   while (start < messages.size()) {

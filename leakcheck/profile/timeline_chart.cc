@@ -80,14 +80,16 @@ std::string RenderTimelineChart(const Timeline& timeline, double width_px, doubl
   for (const TimelinePoint& point : timeline.points) {
     total.values.push_back(static_cast<double>(point.total_bytes));
   }
-  std::vector<std::pair<double, size_t>> thread_peaks;
-  for (size_t t = 0; t < timeline.thread_names.size(); ++t) {
-    double peak = 0;
-    for (const TimelinePoint& point : timeline.points) {
-      if (t < point.thread_bytes.size()) peak = std::max(peak, static_cast<double>(point.thread_bytes[t]));
-    }
-    thread_peaks.emplace_back(peak, t);
+  // One pass over the samples (threads x samples would be hours for a million of each).
+  const size_t threads = timeline.thread_names.size();
+  std::vector<uint64_t> peaks(threads, 0);
+  for (const TimelinePoint& point : timeline.points) {
+    const size_t known = std::min(threads, point.thread_bytes.size());
+    for (size_t t = 0; t < known; ++t) peaks[t] = std::max(peaks[t], point.thread_bytes[t]);
   }
+  std::vector<std::pair<double, size_t>> thread_peaks;
+  thread_peaks.reserve(threads);
+  for (size_t t = 0; t < threads; ++t) thread_peaks.emplace_back(static_cast<double>(peaks[t]), t);
   std::stable_sort(thread_peaks.begin(), thread_peaks.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   const size_t drawn_threads = std::min(thread_peaks.size(), kMaxThreadSeries);
@@ -146,7 +148,7 @@ std::string RenderTimelineChart(const Timeline& timeline, double width_px, doubl
     const double v = k * y_step;
     out += "<text x=\"" + FormatCoordinate(kLeft - 6) + "\" y=\"" +
            FormatCoordinate(y_of_zero - v * y_scale + 4) + "\">" +
-           FormatValue(static_cast<uint64_t>(v), ValueUnit::kBytes) + "</text>\n";
+           FormatValue(SaturateToUint64(v), ValueUnit::kBytes) + "</text>\n";
   }
   out += "</g>\n<g class=\"x-labels\" text-anchor=\"middle\" fill=\"#333333\">\n";
   for (int k = 0; k <= x_ticks; ++k) {

@@ -55,4 +55,11 @@ std::string FormatCoordinate(double value) {
   return out;
 }
 
+uint64_t SaturateToUint64(double value) {
+  if (!(value > 0)) return 0;  // also NaN
+  // 2^64 is exactly representable; every double below it converts without overflow.
+  if (value >= 18446744073709551616.0) return UINT64_MAX;
+  return static_cast<uint64_t>(value);
+}
+
 }  // namespace stackwalk::profile

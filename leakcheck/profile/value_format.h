@@ -22,6 +22,10 @@ std::string FormatExact(uint64_t value, ValueUnit unit);
 // "34.56%" of `total` (0% of nothing).
 std::string FormatShare(uint64_t value, uint64_t total);
 
+// `value` as an integer, saturated to [0, UINT64_MAX] (NaN is 0): a plain cast of a double
+// outside the range is undefined behaviour, and axis values reach 2^64 and beyond.
+uint64_t SaturateToUint64(double value);
+
 // A number for SVG coordinates: at most two decimals, no trailing zeros, no exponent.
 std::string FormatCoordinate(double value);
 

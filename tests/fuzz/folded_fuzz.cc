@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const FoldedResult result = ReadFolded(text, tree);
   tree.Finish();
   if (result.errors.size() > kMaxFoldedErrors || result.errors.size() > result.bad_lines) std::abort();
+  if (result.warnings.size() > kMaxFoldedErrors || result.warnings.size() > result.truncated_lines) std::abort();
   if (!tree.saturated()) {
     for (const FlameNode& node : tree.nodes()) {
       uint64_t callees = 0;
