@@ -265,6 +265,8 @@ int StartWith(const Options& options) {
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
   s.live_bytes.Reset();
+  s.peak_epoch.store(0, std::memory_order_relaxed);
+  s.stacks.ResetStats();
   s.threads.ResetLiveBytes();
   if (g_patcher == nullptr) g_patcher = new GotPatcher();
   s.active.store(true, std::memory_order_release);

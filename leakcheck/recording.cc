@@ -22,6 +22,12 @@ static std::atomic<uint64_t> g_hooks_while_stopped{0};
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
 constexpr uint64_t kSequenceBlock = 64;
+// This thread's last recorded allocation (address and sequence number), until it frees it or
+// allocates again: a free of exactly it is a temporary allocation (stack_stats.h). The address is
+// kept inverted: thread-local storage is a root of the leak scan, and a plain copy would keep the
+// block reachable.
+__attribute__((tls_model("initial-exec"))) static thread_local uintptr_t t_last_address_inverted = 0;
+__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_last_sequence = 0;
 
 State& GlobalState() {
   static State state;  // constant-initialized, trivially destructible
@@ -111,16 +117,24 @@ bool WorldStoppedHere() {
 void ForgetThreadAfterFork() {
   t_serial = 0;
   t_sequence_next = t_sequence_end = 0;
+  t_last_address_inverted = 0;
   ExitedStacksAfterForkChild();
 }
 
 namespace {
-// The exact live bytes and peaks: the process's, and the allocating thread's.
-void CountAllocated(State& s, uint32_t serial, uint64_t size) {
-  s.live_bytes.Add(size);
+// The exact live bytes and peaks: the process's, and the allocating thread's; and the stack's
+// statistics, changed first so that a peak this makes comes after the stack's change.
+void CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id, bool made) {
+  if (StackStats* stats = s.stacks.Stats(stack_id)) {
+    stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
+  }
+  if (s.live_bytes.Add(size)) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
 }
-void CountFreed(State& s, const Allocation& a) {
+void CountFreed(State& s, const Allocation& a, bool temporary = false) {
+  if (StackStats* stats = s.stacks.Stats(a.stack_id)) {
+    stats->Freed(a.size, s.peak_epoch.load(std::memory_order_relaxed), temporary);
+  }
   s.live_bytes.Subtract(a.size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
     thread->Subtract(a.size);
@@ -151,27 +165,38 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
   Allocation replaced;
+  const uint64_t sequence = NextSequence(s.allocations);
   if (s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
-                           NextSequence(s.allocations), &replaced)) {
+                           sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
-    CountAllocated(s, serial, size);
+    CountAllocated(s, serial, size, id, /*made=*/true);
+    t_last_address_inverted = ~reinterpret_cast<uintptr_t>(p);
+    t_last_sequence = sequence;
   }
   t_inside = false;
 }
 
-void Unrecord(void* p) {
-  // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
-  Allocation removed;
-  TakeRecord(p, &removed);
-}
-
-bool TakeRecord(void* p, Allocation* removed) {
+namespace {
+// Takes `p`'s record out; `is_free`: by free() (which may end a temporary allocation), not realloc.
+bool Forget(void* p, Allocation* removed, bool is_free) {
   if (WorldStoppedHere() || p == nullptr || t_forking) return false;
   State& s = GlobalState();
   if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
-  CountFreed(s, *removed);
+  const bool temporary = is_free && removed->address == ~t_last_address_inverted &&
+                         SequenceNumber(*removed) == t_last_sequence;
+  if (temporary) t_last_address_inverted = 0;
+  CountFreed(s, *removed, temporary);
   return true;
 }
+}  // namespace
+
+void Unrecord(void* p) {
+  // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
+  Allocation removed;
+  Forget(p, &removed, /*is_free=*/true);
+}
+
+bool TakeRecord(void* p, Allocation* removed) { return Forget(p, removed, /*is_free=*/false); }
 
 void RestoreRecord(const Allocation& a) {
   if (WorldStoppedHere() || t_forking) return;
@@ -179,7 +204,7 @@ void RestoreRecord(const Allocation& a) {
   Allocation replaced;
   if (s.allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
-    CountAllocated(s, static_cast<uint32_t>(a.thread), a.size);
+    CountAllocated(s, static_cast<uint32_t>(a.thread), a.size, a.stack_id, /*made=*/false);
   }
 }
 

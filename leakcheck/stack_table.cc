@@ -99,12 +99,17 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
 }
 
 int StackTable::Frames(uint32_t id, void* const** pcs) const {
-  if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return 0;
-  Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
-  Stack* s = slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
+  Stack* s = StackOf(id);
   if (s == nullptr) return 0;
   *pcs = s->pcs;
   return s->n;
+}
+
+void StackTable::ResetStats() {
+  const uint32_t end = next_id_.load(std::memory_order_acquire);
+  for (uint32_t id = 1; id < end; ++id) {
+    if (StackStats* stats = Stats(id)) stats->Reset();
+  }
 }
 
 void StackTable::LockAll() {

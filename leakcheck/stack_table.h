@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "leakcheck/spin_lock.h"
+#include "leakcheck/stack_stats.h"
 
 namespace stackwalk::leakcheck {
 
@@ -25,6 +26,15 @@ class StackTable {
   // The frames of a stack id (valid for the process's life). Returns the count.
   int Frames(uint32_t id, void* const** pcs) const;
 
+  // What stack `id` did over the run (stack_stats.h); null for kNoStack or an unknown id.
+  // Lock-free: every recorded allocation and free asks it.
+  StackStats* Stats(uint32_t id) const {
+    Stack* s = StackOf(id);
+    return s != nullptr ? &s->stats : nullptr;
+  }
+  // Zeroes every stack's statistics (a new in-process session).
+  void ResetStats();
+
   uint32_t size() const { return next_id_.load(std::memory_order_acquire) - 1; }
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
@@ -37,6 +47,7 @@ class StackTable {
     Stack* next;     // in its hash bucket
     uint32_t id;
     int n;
+    StackStats stats;  // zeroed with the node (mmap'ed memory)
     void* pcs[];     // n entries
   };
   static constexpr int kShards = 64;
@@ -44,6 +55,11 @@ class StackTable {
   static constexpr int kIdChunk = 4096;
   static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
 
+  Stack* StackOf(uint32_t id) const {
+    if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
+    Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
+    return slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
+  }
   void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
   // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
   // are published complete, so lookups need no lock.

@@ -46,6 +46,9 @@ struct State {
   std::atomic<bool> active{false};
   AllocationTable allocations;
   PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
+  // Bumped after each new peak of live_bytes: how stacks know what they held at the last peak
+  // (stack_stats.h).
+  std::atomic<uint64_t> peak_epoch{0};
   StackTable stacks;
   ThreadRegistry threads;
   std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed

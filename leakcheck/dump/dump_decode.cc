@@ -1,5 +1,6 @@
 #include "leakcheck/dump/dump_decode.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "leakcheck/dump/dump_bytes.h"
@@ -20,6 +21,8 @@ const char* SectionName(uint32_t id) {
     case kBlocks: return "blocks";
     case kLeakEdges: return "leak edges";
     case kThreads: return "threads";
+    case kStackStats: return "stack statistics";
+    case kThreadTotals: return "thread totals";
     default: return "unknown";
   }
 }
@@ -60,7 +63,7 @@ void ReadSummary(ByteSource& in, DumpContents& c) {
   const uint32_t n = in.U32();
   if (!in.CanHold(n, 8)) return;
   for (uint32_t i = 0; i < n; ++i) {
-    DumpUnstopped u;
+    UnstoppedEntry u;
     u.tid = in.I32();
     u.why = in.String();
     if (in.failed()) return;
@@ -159,6 +162,40 @@ void ReadThreads(ByteSource& in, DumpContents& c) {
   }
 }
 
+void ReadStackStats(ByteSource& in, DumpContents& c) {
+  const uint32_t n = in.U32();
+  c.has_stack_stats = true;
+  if (!in.CanHold(n, 4 + 8 * 8)) return;
+  c.stack_stats.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpStackStats s;
+    s.stack_id = in.U32();
+    for (uint64_t* v : {&s.allocations, &s.allocated_bytes, &s.live_bytes, &s.live_blocks,
+                        &s.temporary, &s.temporary_bytes, &s.peak_bytes, &s.peak_blocks}) {
+      *v = in.U64();
+    }
+    if (in.failed()) return;
+    c.stack_stats.push_back(s);
+  }
+}
+
+void ReadThreadTotals(ByteSource& in, DumpContents& c) {
+  const uint32_t n = in.U32();
+  c.has_thread_totals = true;
+  if (!in.CanHold(n, 4 + 4 + 1 + 8 + 8 + 4)) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpThreadTotal t;
+    t.serial = in.U32();
+    t.tid = in.I32();
+    t.exited = in.U8() != 0;
+    t.live_bytes = in.U64();
+    t.peak_bytes = in.U64();
+    t.name = in.String();
+    if (in.failed()) return;
+    c.thread_totals.push_back(std::move(t));
+  }
+}
+
 // What refers to something else must refer to something there: a bad item is dropped (or, for
 // a frame, made a frame in no known object), and the first one found is the error.
 std::string CheckReferences(DumpContents& c) {
@@ -198,6 +235,18 @@ std::string CheckReferences(DumpContents& c) {
     c.edges[kept++] = e;
   }
   c.edges.resize(kept);
+  std::vector<uint32_t> ids;
+  for (const DumpStack& s : c.stacks) ids.push_back(s.id);
+  std::sort(ids.begin(), ids.end());
+  kept = 0;
+  for (const DumpStackStats& s : c.stack_stats) {
+    if (!std::binary_search(ids.begin(), ids.end(), s.stack_id)) {
+      if (error.empty()) error = "stack statistics name stack " + std::to_string(s.stack_id) + ", which is not in the dump";
+      continue;
+    }
+    c.stack_stats[kept++] = s;
+  }
+  c.stack_stats.resize(kept);
   return error;
 }
 
@@ -298,7 +347,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
     }
     // A cut section is read as far as it goes (the best partial report).
     ByteSource in(data + payload, past_end ? end - payload : length, payload);
-    if (id <= kThreads) {
+    if (id <= kLastSection) {
       if (seen & (1u << id)) {
         return fail("section " + std::string(SectionName(id)) + " appears twice in " + where);
       }
@@ -313,6 +362,8 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kBlocks: ReadBlocks(in, c); break;
       case kLeakEdges: ReadEdges(in, c); break;
       case kThreads: ReadThreads(in, c); break;
+      case kStackStats: ReadStackStats(in, c); break;
+      case kThreadTotals: ReadThreadTotals(in, c); break;
       default: break;  // a later writer's section: skipped
     }
     if (past_end) return cut();

@@ -14,7 +14,7 @@ constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'D', 'U', 'M', 'P'};
 // A reader reads every dump of its major version (unknown sections skipped) and refuses a newer
 // major one; minor versions only add sections or append fields at the end of a section.
 constexpr uint16_t kMajorVersion = 1;
-constexpr uint16_t kMinorVersion = 0;
+constexpr uint16_t kMinorVersion = 1;  // 1: stack statistics, thread totals
 // magic, major, minor, header bytes (u32), dump bytes (u64): what every version starts with.
 constexpr uint32_t kHeaderBytes = 8 + 2 + 2 + 4 + 8;
 // id (u32), flags (u32, 0 so far), payload bytes (u64).
@@ -30,6 +30,9 @@ enum SectionId : uint32_t {
   kBlocks = 6,      // the live blocks with their verdicts
   kLeakEdges = 7,   // pointers between leaked blocks (what suppressing a leak takes with it)
   kThreads = 8,     // the threads that allocated live blocks
+  kStackStats = 9,  // what each stack did over the run (profile views), live or not
+  kThreadTotals = 10,  // every thread's live bytes and peak (the threads view)
+  kLastSection = kThreadTotals,
 };
 
 // A frame's module index when its PC is in no known object: the offset is then the PC itself.
