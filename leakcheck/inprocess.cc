@@ -262,6 +262,7 @@ int StartWith(const Options& options) {
   State& s = GlobalState();
   s.options = options;
   s.recording.Publish(options);
+  s.timeline.Start(static_cast<uint32_t>(options.timeline_interval_ms));
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
   s.live_bytes.Reset();

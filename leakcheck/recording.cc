@@ -57,6 +57,7 @@ State& ConfiguredState() {
     // it records from the first allocation on.
     s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
     s.recording.Publish(s.options);
+    s.timeline.Start(static_cast<uint32_t>(s.options.timeline_interval_ms));
     s.active.store(true, std::memory_order_release);
     s.configured.store(true, std::memory_order_release);
   }
@@ -124,12 +125,24 @@ void ForgetThreadAfterFork() {
 namespace {
 // The exact live bytes and peaks: the process's, and the allocating thread's; and the stack's
 // statistics, changed first so that a peak this makes comes after the stack's change.
-void CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id, bool made) {
+// Returns whether the process's live bytes reached a new peak.
+bool CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id, bool made) {
   if (StackStats* stats = s.stacks.Stats(stack_id)) {
     stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
   }
-  if (s.live_bytes.Add(size)) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
+  const bool new_peak = s.live_bytes.Add(size);
+  if (new_peak) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
+  return new_peak;
+}
+
+// A timeline point if one is due (timeline.h): a coarse clock read, then one load.
+void MaybeSampleTimeline(State& s, bool new_peak) {
+  const uint64_t now = Timeline::CoarseNowNs();
+  const bool at_peak = new_peak && s.timeline.Due(now, true);
+  if (at_peak || s.timeline.Due(now, false)) {
+    s.timeline.Sample(now, s.live_bytes.live.load(std::memory_order_relaxed), at_peak, s.threads);
+  }
 }
 void CountFreed(State& s, const Allocation& a, bool temporary = false) {
   if (StackStats* stats = s.stacks.Stats(a.stack_id)) {
@@ -169,7 +182,7 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   if (s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
                            sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
-    CountAllocated(s, serial, size, id, /*made=*/true);
+    MaybeSampleTimeline(s, CountAllocated(s, serial, size, id, /*made=*/true));
     t_last_address_inverted = ~reinterpret_cast<uintptr_t>(p);
     t_last_sequence = sequence;
   }

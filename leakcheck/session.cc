@@ -83,6 +83,7 @@ bool LaunchReporter() {
 
 void AfterForkChild() {
   UnlockTables();
+  GlobalState().timeline.AfterForkChild();
   // The parent's threads that were waiting for a report were not copied: their turns go too.
   ReportLock().UnlockInForkChild();
   ForgetThreadAfterFork();

@@ -68,6 +68,11 @@ DumpContents Sample() {
   c.has_thread_totals = true;
   c.thread_totals = {{1, 4242, false, 150, 9000, "app"}, {2, 4243, true, 4106, 4106, "worker"},
                      {3, 4244, true, 0, 64, ""}};
+  c.has_timeline = true;
+  c.timeline_interval_ns = 200000000;
+  c.timeline = {{0, 100, false, {{1, 100}}},
+                {100000000, 9000, true, {{1, 4894}, {2, 4106}}},
+                {250000000, 4256, false, {{2, 4106}, {1, 150}, {7, 1}}}};
   return c;
 }
 
@@ -83,7 +88,7 @@ void RenderAll(const DecodedDumps& decoded) {
     RenderDumpReport(dump, text, {});
     RenderDumpReport(dump, json, {});
     for (ViewKind kind : {ViewKind::kPeak, ViewKind::kAllocations, ViewKind::kTemporary,
-                          ViewKind::kLive, ViewKind::kThreads}) {
+                          ViewKind::kLive, ViewKind::kThreads, ViewKind::kTimeline}) {
       DumpNamer namer(dump, {});
       const ProfileView view = BuildProfileView(dump, kind, &namer);
       RenderViewText(view, 10);
@@ -139,12 +144,18 @@ TEST(LeakDump, TheProfileSectionsAreReadBack) {
   EXPECT_TRUE(r.thread_totals[1].exited);
   EXPECT_EQ(r.thread_totals[0].peak_bytes, 9000u);
   EXPECT_EQ(r.stacks.back().earliest, UINT64_MAX);
+  ASSERT_TRUE(r.has_timeline);
+  EXPECT_EQ(r.timeline_interval_ns, 200000000u);
+  ASSERT_EQ(r.timeline.size(), 3u);
+  EXPECT_TRUE(r.timeline[1].at_peak);
+  ASSERT_EQ(r.timeline[2].threads.size(), 3u);
+  EXPECT_EQ(r.timeline[2].threads[0].live_bytes, 4106u);
 }
 
 TEST(LeakDump, TheLeakReportIsTheSameWithOrWithoutTheProfileSections) {
   DumpContents without = Sample();
   without.stacks.pop_back();
-  without.has_stack_stats = without.has_thread_totals = false;
+  without.has_stack_stats = without.has_thread_totals = without.has_timeline = false;
   without.stack_stats.clear();
   without.thread_totals.clear();
   for (bool json : {false, true}) {
@@ -174,6 +185,13 @@ TEST(LeakDump, ViewsOfTheSample) {
   ASSERT_EQ(threads.threads.size(), 3u);
   EXPECT_EQ(threads.threads[0].name, "app");  // the largest peak first
   EXPECT_EQ(threads.threads[2].name, "?");
+  const ProfileView timeline = BuildProfileView(c, ViewKind::kTimeline, &namer);
+  ASSERT_EQ(timeline.timeline.size(), 3u);
+  EXPECT_EQ(timeline.timeline[1].threads[1].name, "worker");
+  EXPECT_EQ(timeline.timeline[2].threads[2].name, "?");  // a serial with no totals
+  EXPECT_NE(RenderViewText(timeline, 0).find("0.100           9000 peak app[1]=4894 worker[2]=4106"),
+            std::string::npos)
+      << RenderViewText(timeline, 0);
   DumpContents old = Sample();
   old.has_stack_stats = false;
   old.stack_stats.clear();

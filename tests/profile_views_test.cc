@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -35,8 +36,9 @@ const std::string& SitesDump() {
     const std::string dir = ::testing::TempDir() + "profile_views." + std::to_string(getpid());
     Shell("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
     const std::string path = dir + "/sites.dump";
+    // Slowly (30 ms before each site) with a point every 8 ms: the timeline sees each site.
     Shell(std::string(STACKWALK_LEAKCHECK) + " --output " + dir + "/report.txt --dump " + path +
-          " " + PROFILE_SITES + " >/dev/null 2>&1");
+          " --timeline-interval-ms 8 " + PROFILE_SITES + " slow >/dev/null 2>&1");
     return path;
   }();
   return dump;
@@ -155,6 +157,41 @@ TEST(ProfileViews, ThreadsGiveEachWorkersLiveBytesAndPeak) {
   EXPECT_TRUE(by_name["worker-a"]["exited"].get<bool>());
   // The main thread held the 1 MiB block: the largest peak comes first.
   EXPECT_GE(threads["threads"][0]["peak_bytes"].get<uint64_t>(), (1u << 20) + 50000u);
+}
+
+TEST(ProfileViews, TheTimelineHasAPointAtThePeakAndEachWorkersBytes) {
+  const json timeline = View("timeline");
+  const json& points = timeline["timeline"];
+  ASSERT_GE(points.size(), 5u) << timeline.dump();
+  EXPECT_EQ(points[0]["time_ns"], 0u);
+  uint64_t last = 0, highest = 0;
+  bool peak_point = false, worker_a = false, worker_b = false;
+  for (const json& p : points) {
+    EXPECT_GE(p["time_ns"].get<uint64_t>(), last);
+    last = p["time_ns"].get<uint64_t>();
+    highest = std::max(highest, p["live_bytes"].get<uint64_t>());
+    // The 1 MiB block came 30 ms after the last point: sampled at the new peak it made (the
+    // 100 bytes of after_peak_site, allocated before the block was freed, came after it).
+    if (p["at_peak"].get<bool>() &&
+        p["live_bytes"].get<uint64_t>() + 100 == timeline["peak_bytes"].get<uint64_t>()) {
+      peak_point = true;
+    }
+    for (const json& t : p["threads"]) {
+      worker_a |= t["name"] == "worker-a" && t["live_bytes"] == 30000u;
+      worker_b |= t["name"] == "worker-b" && t["live_bytes"] == 10000u;
+    }
+  }
+  EXPECT_TRUE(peak_point) << timeline.dump();
+  EXPECT_EQ(highest, timeline["peak_bytes"].get<uint64_t>());
+  // The last point is the dump's: both workers' blocks are in it.
+  EXPECT_TRUE(worker_a) << timeline.dump();
+  EXPECT_TRUE(worker_b) << timeline.dump();
+  // The run took over 150 ms: the points span it.
+  EXPECT_GE(last, 150000000u);
+  EXPECT_EQ(timeline["interval_ns"], 8000000u);
+  int status = -1;
+  Report("--view timeline --format folded " + SitesDump(), &status);
+  EXPECT_EQ(status, 2);
 }
 
 TEST(ProfileViews, FoldedValuesSumToTheViewsTotal) {

@@ -43,7 +43,8 @@ constexpr char kHelp[] =
     "                      of the last dump: peak (bytes each stack held at the process's\n"
     "                      peak), allocations (made per stack over the run), temporary (freed\n"
     "                      before their thread allocated again), live (blocks live at the\n"
-    "                      dump), threads (each thread's live bytes and peak)\n"
+    "                      dump), threads (each thread's live bytes and peak), timeline (live\n"
+    "                      bytes over time, total and the busiest threads; --top N points)\n"
     "  --format=F          text, json or folded (flame graph input: flamegraph.pl, inferno,\n"
     "                      speedscope); leaks default to the program's format, views to text\n"
     "  --top=N             the N largest stacks (text, JSON; default 10 in text, all in JSON)\n"
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
         break;
       case kView:
         if (!stackwalk::leakcheck::dump::ParseViewKind(optarg, &view)) {
-          return Usage("--view takes leaks, peak, allocations, temporary, live or threads");
+          return Usage("--view takes leaks, peak, allocations, temporary, live, threads or timeline");
         }
         break;
       case kTop: {
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
       case 'V': std::printf("stackwalk-report %s\n", STACKWALK_VERSION); return 0;
       default: return Usage("bad command line");
     }
+  }
+  if (view == ViewKind::kTimeline && format == "folded") {
+    return Usage("the timeline has no stacks to fold: --format text or json");
   }
   if (optind + 1 != argc) return Usage(optind == argc ? "no DUMP given" : "one DUMP only");
   while (places.sysroot.size() > 1 && places.sysroot.back() == '/') places.sysroot.pop_back();

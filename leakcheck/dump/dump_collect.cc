@@ -118,6 +118,28 @@ void CollectThreadTotals(const ThreadRegistry& threads, DumpContents* out) {
   }
 }
 
+// The timeline's points, their times from its first; the last one taken now (the state at the
+// dump, whenever the last allocation was).
+void CollectTimeline(State& state, DumpContents* out) {
+  Timeline& timeline = state.timeline;
+  timeline.Sample(Timeline::CoarseNowNs(), state.live_bytes.live.load(std::memory_order_relaxed),
+                  false, state.threads);
+  std::vector<Timeline::Point> points(Timeline::kPoints);
+  const uint32_t n = timeline.Copy(points.data(), Timeline::kPoints, &out->timeline_interval_ns);
+  out->has_timeline = true;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Timeline::Point& p = points[i];
+    DumpTimelinePoint point;
+    point.time_ns = p.time_ns - points[0].time_ns;
+    point.live_bytes = p.live_bytes;
+    point.at_peak = p.at_peak != 0;
+    for (uint32_t t = 0; t < p.threads && t < Timeline::kThreadsPerPoint; ++t) {
+      point.threads.push_back({p.thread[t].serial, p.thread[t].live_bytes});
+    }
+    out->timeline.push_back(std::move(point));
+  }
+}
+
 }  // namespace
 
 DumpContents CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
@@ -164,6 +186,7 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
     out.threads.push_back({serial, t.tid, t.peak_bytes, t.name});
   }
   CollectThreadTotals(state.threads, &out);
+  CollectTimeline(state, &out);
   return out;
 }
 

@@ -110,6 +110,18 @@ struct DumpThreadTotal {
   std::string name;  // "" when unknown
 };
 
+// One point of the timeline (leakcheck/timeline.h).
+struct DumpThreadBytes {
+  uint32_t serial = 0;
+  uint64_t live_bytes = 0;
+};
+struct DumpTimelinePoint {
+  uint64_t time_ns = 0;      // since the timeline's first point (CLOCK_MONOTONIC)
+  uint64_t live_bytes = 0;   // the process's
+  bool at_peak = false;      // sampled at a new peak
+  std::vector<DumpThreadBytes> threads;  // the busiest threads, largest first
+};
+
 struct DumpContents {
   uint16_t major = kMajorVersion;  // of the dump read (the writer's own when writing)
   uint16_t minor = kMinorVersion;
@@ -127,6 +139,9 @@ struct DumpContents {
   std::vector<DumpStackStats> stack_stats;  // by stack id; stacks no longer live included
   bool has_thread_totals = false;
   std::vector<DumpThreadTotal> thread_totals;  // by serial
+  bool has_timeline = false;
+  uint64_t timeline_interval_ns = 0;  // between regular points at the dump (it doubles as it fills)
+  std::vector<DumpTimelinePoint> timeline;  // in time order
 };
 
 }  // namespace stackwalk::leakcheck::dump

@@ -23,6 +23,7 @@ const char* SectionName(uint32_t id) {
     case kThreads: return "threads";
     case kStackStats: return "stack statistics";
     case kThreadTotals: return "thread totals";
+    case kTimeline: return "timeline";
     default: return "unknown";
   }
 }
@@ -196,6 +197,28 @@ void ReadThreadTotals(ByteSource& in, DumpContents& c) {
   }
 }
 
+void ReadTimeline(ByteSource& in, DumpContents& c) {
+  c.has_timeline = true;
+  c.timeline_interval_ns = in.U64();
+  const uint32_t n = in.U32();
+  if (!in.CanHold(n, 8 + 8 + 1 + 1)) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpTimelinePoint p;
+    p.time_ns = in.U64();
+    p.live_bytes = in.U64();
+    p.at_peak = in.U8() != 0;
+    const uint8_t threads = in.U8();
+    for (uint8_t t = 0; t < threads && !in.failed(); ++t) {
+      DumpThreadBytes b;
+      b.serial = in.U32();
+      b.live_bytes = in.U64();
+      p.threads.push_back(b);
+    }
+    if (in.failed()) return;
+    c.timeline.push_back(std::move(p));
+  }
+}
+
 // What refers to something else must refer to something there: a bad item is dropped (or, for
 // a frame, made a frame in no known object), and the first one found is the error.
 std::string CheckReferences(DumpContents& c) {
@@ -364,6 +387,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kThreads: ReadThreads(in, c); break;
       case kStackStats: ReadStackStats(in, c); break;
       case kThreadTotals: ReadThreadTotals(in, c); break;
+      case kTimeline: ReadTimeline(in, c); break;
       default: break;  // a later writer's section: skipped
     }
     if (past_end) return cut();

@@ -155,6 +155,22 @@ std::string EncodeDump(const DumpContents& c) {
       });
     });
   }
+  if (c.has_timeline) {
+    Section(out, kTimeline, [&] {
+      out.U64(c.timeline_interval_ns);
+      List(out, c.timeline, [&](const DumpTimelinePoint& p) {
+        out.U64(p.time_ns);
+        out.U64(p.live_bytes);
+        out.U8(p.at_peak ? 1 : 0);
+        const size_t n = p.threads.size() < 0xFF ? p.threads.size() : 0xFF;  // a u8 count
+        out.U8(static_cast<uint8_t>(n));
+        for (size_t i = 0; i < n; ++i) {
+          out.U32(p.threads[i].serial);
+          out.U64(p.threads[i].live_bytes);
+        }
+      });
+    });
+  }
   Section(out, kEnd, [] {});
   out.PatchU64(total_at, out.size());
   return std::move(out.bytes());

@@ -14,7 +14,7 @@ constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'D', 'U', 'M', 'P'};
 // A reader reads every dump of its major version (unknown sections skipped) and refuses a newer
 // major one; minor versions only add sections or append fields at the end of a section.
 constexpr uint16_t kMajorVersion = 1;
-constexpr uint16_t kMinorVersion = 1;  // 1: stack statistics, thread totals
+constexpr uint16_t kMinorVersion = 1;  // 1: stack statistics, thread totals, timeline
 // magic, major, minor, header bytes (u32), dump bytes (u64): what every version starts with.
 constexpr uint32_t kHeaderBytes = 8 + 2 + 2 + 4 + 8;
 // id (u32), flags (u32, 0 so far), payload bytes (u64).
@@ -32,7 +32,8 @@ enum SectionId : uint32_t {
   kThreads = 8,     // the threads that allocated live blocks
   kStackStats = 9,  // what each stack did over the run (profile views), live or not
   kThreadTotals = 10,  // every thread's live bytes and peak (the threads view)
-  kLastSection = kThreadTotals,
+  kTimeline = 11,   // live bytes over time, total and for the busiest threads
+  kLastSection = kTimeline,
 };
 
 // A frame's module index when its PC is in no known object: the offset is then the PC itself.

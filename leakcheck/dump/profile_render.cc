@@ -52,11 +52,54 @@ std::string ThreadsText(const ProfileView& view, size_t top) {
   return out;
 }
 
+std::string TimelineText(const ProfileView& view, size_t top) {
+  std::string out = "timeline view: " + std::to_string(view.timeline.size()) +
+                    " point(s), one every " + std::to_string(view.timeline_interval_ns / 1000000) +
+                    " ms now (and at new peaks); the process peaked at " +
+                    std::to_string(view.process_peak_bytes) + " byte(s)\n";
+  char line[96];
+  std::snprintf(line, sizeof(line), "%12s %14s  %s\n", "seconds", "live bytes", "busiest threads");
+  out += line;
+  // --top N: N points spread over the run (the first and the last always among them).
+  const size_t n = view.timeline.size();
+  const size_t shown = top == 0 || top >= n ? n : top;
+  for (size_t k = 0; k < shown; ++k) {
+    const size_t i = shown == n ? k : (shown == 1 ? n - 1 : k * (n - 1) / (shown - 1));
+    const ProfileTimelinePoint& p = view.timeline[i];
+    std::snprintf(line, sizeof(line), "%12.3f %14" PRIu64 "%s", p.time_ns / 1e9, p.live_bytes,
+                  p.at_peak ? " peak" : "     ");
+    out += line;
+    for (const ProfileTimelineThread& t : p.threads) {
+      out += " " + t.name + "[" + std::to_string(t.serial) + "]=" + std::to_string(t.live_bytes);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string TimelineJson(const ProfileView& view) {
+  std::string out = ",\"interval_ns\":" + std::to_string(view.timeline_interval_ns) + ",\"timeline\":[";
+  for (size_t i = 0; i < view.timeline.size(); ++i) {
+    const ProfileTimelinePoint& p = view.timeline[i];
+    out += std::string(i ? "," : "") + "{\"time_ns\":" + std::to_string(p.time_ns) +
+           ",\"live_bytes\":" + std::to_string(p.live_bytes) +
+           ",\"at_peak\":" + (p.at_peak ? "true" : "false") + ",\"threads\":[";
+    for (size_t t = 0; t < p.threads.size(); ++t) {
+      out += std::string(t ? "," : "") + "{\"serial\":" + std::to_string(p.threads[t].serial) +
+             ",\"name\":" + JsonString(p.threads[t].name) +
+             ",\"live_bytes\":" + std::to_string(p.threads[t].live_bytes) + "}";
+    }
+    out += "]}";
+  }
+  return out + "]}\n";
+}
+
 }  // namespace
 
 std::string RenderViewText(const ProfileView& view, size_t top) {
   std::string out = Header(view);
   if (view.kind == ViewKind::kThreads) return out + ThreadsText(view, top);
+  if (view.kind == ViewKind::kTimeline) return out + TimelineText(view, top);
   const char* unit = view.by_count ? "allocation(s)" : "byte(s)";
   out += std::string(ViewName(view.kind)) + " view: " + std::to_string(view.total()) + " " + unit +
          " in " + std::to_string(view.stacks.size()) + " stack(s)";
@@ -87,6 +130,7 @@ std::string RenderViewJson(const ProfileView& view, size_t top) {
                     ",\"peak_bytes\":" + std::to_string(view.process_peak_bytes);
   if (!view.missing.empty()) out += ",\"missing\":" + JsonString(view.missing);
   if (!view.naming_error.empty()) out += ",\"naming_error\":" + JsonString(view.naming_error);
+  if (view.kind == ViewKind::kTimeline) return out + TimelineJson(view);
   if (view.kind == ViewKind::kThreads) {
     out += ",\"threads\":[";
     for (size_t i = 0; i < Shown(view.threads.size(), top); ++i) {

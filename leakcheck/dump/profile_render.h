@@ -4,10 +4,12 @@
 //   json    {"view": V, "total_bytes": N, "total_allocations": N, "stacks": [{"frames": [...],
 //           "bytes": N, "allocations": N}, ...]} largest first, frames innermost first; the
 //           threads view has "threads": [{"serial", "tid", "name", "exited", "live_bytes",
-//           "peak_bytes"}] instead of stacks
+//           "peak_bytes"}] instead of stacks; the timeline view "interval_ns" and "timeline":
+//           [{"time_ns", "live_bytes", "at_peak", "threads": [{"serial", "name", "live_bytes"}]}]
 //   folded  "outermost;...;innermost VALUE" per stack, for flamegraph.pl, inferno and speedscope:
 //           bytes for byte views, counts for allocations and temporary; every stack, so the
-//           values sum to the view's total. The threads view: "name[serial] LIVE_BYTES".
+//           values sum to the view's total. The threads view: "name[serial] LIVE_BYTES". The
+//           timeline has no stacks: none (stackwalk-report refuses the pair).
 #ifndef STACKWALK_LEAKCHECK_DUMP_PROFILE_RENDER_H_
 #define STACKWALK_LEAKCHECK_DUMP_PROFILE_RENDER_H_
 

@@ -15,6 +15,7 @@ constexpr struct {
     {ViewKind::kLeaks, "leaks"},           {ViewKind::kPeak, "peak"},
     {ViewKind::kAllocations, "allocations"}, {ViewKind::kTemporary, "temporary"},
     {ViewKind::kLive, "live"},             {ViewKind::kThreads, "threads"},
+    {ViewKind::kTimeline, "timeline"},
 };
 
 std::vector<std::string> FrameNames(const std::vector<SymbolizedFrame>& frames) {
@@ -60,6 +61,26 @@ void ThreadsView(const DumpContents& dump, ProfileView* view) {
             });
 }
 
+void TimelineView(const DumpContents& dump, ProfileView* view) {
+  if (!dump.has_timeline) {
+    view->missing = "this dump has no timeline (written before the timeline existed)";
+    return;
+  }
+  std::map<uint32_t, std::string> names;
+  for (const DumpThreadTotal& t : dump.thread_totals) names[t.serial] = t.name;
+  view->timeline_interval_ns = dump.timeline_interval_ns;
+  for (const DumpTimelinePoint& p : dump.timeline) {
+    ProfileTimelinePoint point{p.time_ns, p.live_bytes, p.at_peak, {}};
+    for (const DumpThreadBytes& t : p.threads) {
+      const auto name = names.find(t.serial);
+      point.threads.push_back({t.serial,
+                               name == names.end() || name->second.empty() ? "?" : name->second,
+                               t.live_bytes});
+    }
+    view->timeline.push_back(std::move(point));
+  }
+}
+
 }  // namespace
 
 bool ParseViewKind(const std::string& name, ViewKind* kind) {
@@ -98,6 +119,10 @@ ProfileView BuildProfileView(const DumpContents& dump, ViewKind kind, DumpNamer*
   view.process_peak_bytes = dump.summary.peak_bytes;
   if (kind == ViewKind::kThreads) {
     ThreadsView(dump, &view);
+    return view;
+  }
+  if (kind == ViewKind::kTimeline) {
+    TimelineView(dump, &view);
     return view;
   }
   std::map<uint32_t, const DumpStack*> stacks;

@@ -9,6 +9,7 @@
 //   temporary    allocations freed by their thread before it allocated again
 //   live         the blocks live at the dump, per stack
 //   threads      every thread's live bytes at the dump and their peak
+//   timeline     the process's live bytes over time, and its busiest threads' (no stacks)
 #ifndef STACKWALK_LEAKCHECK_DUMP_PROFILE_VIEW_H_
 #define STACKWALK_LEAKCHECK_DUMP_PROFILE_VIEW_H_
 
@@ -22,7 +23,7 @@
 
 namespace stackwalk::leakcheck::dump {
 
-enum class ViewKind { kLeaks, kPeak, kAllocations, kTemporary, kLive, kThreads };
+enum class ViewKind { kLeaks, kPeak, kAllocations, kTemporary, kLive, kThreads, kTimeline };
 
 // The view named `name` ("peak", ...); false if there is none.
 bool ParseViewKind(const std::string& name, ViewKind* kind);
@@ -43,6 +44,18 @@ struct ProfileThread {
   uint64_t peak_bytes = 0;
 };
 
+struct ProfileTimelineThread {
+  uint32_t serial = 0;
+  std::string name;  // "?" when unknown
+  uint64_t live_bytes = 0;
+};
+struct ProfileTimelinePoint {
+  uint64_t time_ns = 0;  // since the first point
+  uint64_t live_bytes = 0;
+  bool at_peak = false;
+  std::vector<ProfileTimelineThread> threads;  // the busiest, largest first
+};
+
 struct ProfileView {
   ViewKind kind = ViewKind::kPeak;
   // The view's value is the allocation count (allocations, temporary), else bytes: the order,
@@ -53,6 +66,8 @@ struct ProfileView {
   uint64_t total_allocations = 0;
   uint64_t process_peak_bytes = 0;   // the process's recorded live bytes at their peak
   std::vector<ProfileThread> threads;  // the threads view: largest peak first
+  std::vector<ProfileTimelinePoint> timeline;  // the timeline view, in time order
+  uint64_t timeline_interval_ns = 0;
   std::string missing;       // why the view is empty or partial ("" when whole)
   std::string naming_error;  // the modules whose frames could not be named
   uint64_t value(const ProfileStack& s) const { return by_count ? s.allocations : s.bytes; }
