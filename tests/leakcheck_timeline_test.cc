@@ -3,6 +3,7 @@
 // larger live bytes and the interval doubles, over any number of samples.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "leakcheck/thread_registry.h"
@@ -20,7 +21,9 @@ std::vector<Timeline::Point> Points(Timeline& timeline, uint64_t* interval_ns) {
 }
 
 TEST(Timeline, APointPerIntervalAndAtPeaksAtMostEveryEighth) {
-  static ThreadRegistry threads;
+  // A fresh registry each run (its chunks are the checker's own mappings, never given back).
+  const auto registry = std::make_unique<ThreadRegistry>();
+  ThreadRegistry& threads = *registry;
   Timeline timeline;
   timeline.Start(8);
   EXPECT_TRUE(timeline.Due(1000 * kMs, false));
@@ -44,7 +47,9 @@ TEST(Timeline, APointPerIntervalAndAtPeaksAtMostEveryEighth) {
 }
 
 TEST(Timeline, TheBusiestThreadsComeLargestFirst) {
-  static ThreadRegistry threads;
+  // A fresh registry each run (its chunks are the checker's own mappings, never given back).
+  const auto registry = std::make_unique<ThreadRegistry>();
+  ThreadRegistry& threads = *registry;
   const uint64_t bytes[] = {5, 700, 30, 9000, 0, 41, 600};
   std::vector<uint32_t> serials;
   for (uint64_t b : bytes) {
@@ -66,7 +71,9 @@ TEST(Timeline, TheBusiestThreadsComeLargestFirst) {
 }
 
 TEST(Timeline, StaysBoundedKeepingPeaksAndDoublingTheInterval) {
-  static ThreadRegistry threads;
+  // A fresh registry each run (its chunks are the checker's own mappings, never given back).
+  const auto registry = std::make_unique<ThreadRegistry>();
+  ThreadRegistry& threads = *registry;
   Timeline timeline;
   timeline.Start(1);
   // A sample due every ms for 10 x kPoints ms: the live bytes rise to 777777 for 20 ms (longer
