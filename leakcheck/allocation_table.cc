@@ -86,6 +86,11 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
 bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   const uint64_t hash = Hash(address);
   Shard& shard = shards_[ShardOf(address, hash)];
+  // A shard with no live block holds none at `address`: a free of a block never recorded (most
+  // of them when sampling) takes no lock. Without the lock this is safe: a tracked block's
+  // Insert happened before its free (the program passed the pointer on), so its count is seen,
+  // and only that block's own Remove takes it away.
+  if (shard.live.load(std::memory_order_relaxed) == 0) return false;
   SpinLockHolder hold(shard.lock);
   if (shard.capacity == 0) return false;
   uint64_t mask = shard.capacity - 1;

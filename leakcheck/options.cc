@@ -246,6 +246,16 @@ const OptionSpec kOptionSpecs[] = {
     {"min_size", "min-size", 0, "N", OptionType::kNumber,
      SetNumber<uint64_t, &Options::min_size, 0, 999999999999999999>,
      ShowNumberField<uint64_t, &Options::min_size>, "ignore allocations smaller than N bytes"},
+    {"sample_bytes", "sample-bytes", 0, "N", OptionType::kNumber,
+     SetNumber<uint64_t, &Options::sample_bytes, 0, 999999999999999999>,
+     ShowNumberField<uint64_t, &Options::sample_bytes>,
+     "record a sample of the allocations, Poisson by bytes with mean N (allocations of N bytes "
+     "or more always), and report estimates of every figure (docs/leakcheck.md); 0: record all"},
+    {"sample_seed", "sample-seed", 0, "N", OptionType::kNumber,
+     SetNumber<uint64_t, &Options::sample_seed, 0, 999999999999999999>,
+     ShowNumberField<uint64_t, &Options::sample_seed>,
+     "with --sample-bytes: the sampler's seed, so that every run samples the same bytes; 0: one "
+     "from the clock"},
     {"max_frames", "max-frames", 0, "N", OptionType::kNumber,
      SetNumber<int, &Options::max_frames, 1, 64>, ShowNumberField<int, &Options::max_frames>,
      "frames kept per allocation, 1..64"},

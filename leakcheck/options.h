@@ -16,6 +16,10 @@ namespace stackwalk::leakcheck {
 
 struct Options {
   uint64_t min_size = 0;  // smaller allocations are not recorded
+  // Sampling (sampler.h): 0 records every allocation; N > 0 records a Poisson sample by bytes of
+  // mean N (blocks of N bytes or more always) and reports estimates.
+  uint64_t sample_bytes = 0;
+  uint64_t sample_seed = 0;  // 0: a seed from the clock; else the same sample points every run
   int max_frames = 32;    // frames kept per allocation (at most StackTable::kMaxFrames)
   int method = 0;         // a stackwalk_method: auto (0), fp (1), ehframe (2)
   char output[256] = {};  // the report's file; stderr when empty

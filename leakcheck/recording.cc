@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/exited_stacks.h"
 #include "stackwalk/capture.h"
 
@@ -123,10 +124,12 @@ void ForgetThreadAfterFork() {
 }
 
 namespace {
-// The exact live bytes and peaks: the process's, and the allocating thread's; and the stack's
-// statistics, changed first so that a peak this makes comes after the stack's change.
-// Returns whether the process's live bytes reached a new peak.
+// The live bytes and peaks: the process's, and the allocating thread's; exact, or when sampling
+// the estimate of each recorded block (sampler.h); and the stack's statistics (in the same
+// bytes; their counts are of recorded blocks), changed first so that a peak this makes comes
+// after the stack's change. Returns whether the process's live bytes reached a new peak.
 bool CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id, bool made) {
+  size = EstimatedBytes(size, s.recording.sample_bytes.load(std::memory_order_relaxed));
   if (StackStats* stats = s.stacks.Stats(stack_id)) {
     stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
   }
@@ -145,12 +148,13 @@ void MaybeSampleTimeline(State& s, bool new_peak) {
   }
 }
 void CountFreed(State& s, const Allocation& a, bool temporary = false) {
+  const uint64_t size = EstimatedBytes(a.size, s.recording.sample_bytes.load(std::memory_order_relaxed));
   if (StackStats* stats = s.stacks.Stats(a.stack_id)) {
-    stats->Freed(a.size, s.peak_epoch.load(std::memory_order_relaxed), temporary);
+    stats->Freed(size, s.peak_epoch.load(std::memory_order_relaxed), temporary);
   }
-  s.live_bytes.Subtract(a.size);
+  s.live_bytes.Subtract(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
-    thread->Subtract(a.size);
+    thread->Subtract(size);
   }
 }
 
@@ -168,7 +172,9 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   if (WorldStoppedHere() || p == nullptr || t_inside || t_forking) return;
   State& s = ConfiguredState();
   if (!s.active.load(std::memory_order_acquire) ||
-      size < s.recording.min_size.load(std::memory_order_relaxed)) {
+      size < s.recording.min_size.load(std::memory_order_relaxed) ||
+      !ShouldRecord(size, s.recording.sample_bytes.load(std::memory_order_relaxed),
+                    s.recording.sample_seed.load(std::memory_order_relaxed))) {
     return;
   }
   t_inside = true;

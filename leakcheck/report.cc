@@ -19,6 +19,7 @@
 #include "leakcheck/report_render_json.h"
 #include "leakcheck/report_render_text.h"
 #include "leakcheck/report_suppress.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/check.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/mark.h"
@@ -109,15 +110,12 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
   Classified c;
   ClassifyForReport(state, nullptr, &header, &c);
   DeliverDump(state.options.dump, first, EncodeDumpOf(state, header, c));
-  ReportTotals leaks;
+  EstimateSum leaks;  // estimates when sampled
   for (size_t i = 0; i < c.n; ++i) {
     const Verdict v = i < c.check.verdicts.size() ? c.check.verdicts[i] : Verdict::kLive;
-    if (IsLeak(v) || v == Verdict::kLive) {
-      leaks.bytes += c.check.blocks[i].size;
-      ++leaks.allocations;
-    }
+    if (IsLeak(v) || v == Verdict::kLive) leaks.Add(c.check.blocks[i].size, header.sample_bytes);
   }
-  return leaks;
+  return {leaks.rounded_bytes(), leaks.rounded_count()};
 }
 
 }  // namespace

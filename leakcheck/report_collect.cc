@@ -73,6 +73,7 @@ void CollectHeader(State& state, const char* occasion, int number, LeakReport* o
   if (const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe)); n > 0) {
     report.program.assign(exe, static_cast<size_t>(n));
   }
+  report.sample_bytes = state.options.sample_bytes;
   ReportSummary& s = report.summary;
   s.peak_bytes = state.live_bytes.peak.load();
   s.live_allocations = state.allocations.live_count();

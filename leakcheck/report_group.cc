@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "leakcheck/options.h"
+#include "leakcheck/sampler.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -27,6 +28,9 @@ void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>&
   };
   std::vector<uint32_t> slot;  // (stack id, verdict) -> 1 + index in report->entries
   std::vector<ThreadEntry> threads;
+  // Each entry's and thread's figures, estimates when sampled (report->sample_bytes).
+  const uint64_t mean = report->sample_bytes;
+  std::vector<EstimateSum> entry_sums, thread_sums;
   for (size_t i = 0; i < n; ++i) {
     const Allocation& a = blocks[i];
     const NamedStack& stack = stack_of(a.stack_id);
@@ -41,20 +45,32 @@ void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>&
       entry.pcs = stack.pcs;
       entry.frames = stack.frames;
       report->entries.push_back(std::move(entry));
+      entry_sums.emplace_back();
       slot[key] = static_cast<uint32_t>(report->entries.size());
     }
     ReportEntry& entry = report->entries[slot[key] - 1];
-    entry.bytes += a.size;
-    ++entry.count;
+    entry_sums[slot[key] - 1].Add(a.size, mean);
     if (a.sequence < entry.first_sequence) {
       entry.first_sequence = a.sequence;
       entry.thread = static_cast<uint32_t>(a.thread);
     }
     const uint32_t serial = static_cast<uint32_t>(a.thread);
-    if (serial >= threads.size()) threads.resize(serial + 1);
+    if (serial >= threads.size()) {
+      threads.resize(serial + 1);
+      thread_sums.resize(serial + 1);
+    }
     threads[serial].serial = serial;
-    threads[serial].bytes += a.size;
-    ++threads[serial].count;
+    thread_sums[serial].Add(a.size, mean);
+    ++threads[serial].count;  // blocks, until replaced by the estimate below
+  }
+  for (size_t i = 0; i < report->entries.size(); ++i) {
+    report->entries[i].bytes = entry_sums[i].rounded_bytes();
+    report->entries[i].count = entry_sums[i].rounded_count();
+  }
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].count == 0) continue;
+    threads[i].bytes = thread_sums[i].rounded_bytes();
+    threads[i].count = thread_sums[i].rounded_count();
   }
   threads.erase(std::remove_if(threads.begin(), threads.end(),
                                [](const ThreadEntry& t) { return t.count == 0; }),

@@ -97,6 +97,10 @@ struct LeakReport {
   std::string naming_error;         // why frames are not named (empty when they are)
   std::string suppressions_error;   // why the suppressions files were not applied (empty: they were)
   bool show_reachable = false;      // reachable entries are listed (entries with kReachable)
+  // Sampling's mean in bytes (sampler.h), 0 if every allocation was recorded. When sampled, every
+  // byte and allocation figure of entries, threads, suppressions and the summary is an estimate
+  // (the sum of the recorded blocks' weights), and so are peak_bytes and the threads' peaks.
+  uint64_t sample_bytes = 0;
   ReportSummary summary;
   std::vector<ThreadEntry> threads;  // largest live bytes first
   std::vector<ReportEntry> entries;  // the entries shown, leaks first, largest first

@@ -108,6 +108,11 @@ std::string RenderJson(const LeakReport& report) {
          (report.suppressions_error.empty()
               ? std::string()
               : "," + Member("suppressions_error", JsonString(report.suppressions_error))) +
+         (report.sample_bytes == 0
+              ? std::string()
+              : "," + Member("sampled", "{" + Member("mean_bytes", report.sample_bytes) + "," +
+                                            Member("note", JsonString("figures are estimates")) +
+                                            "}")) +
          "}\n";
 }
 

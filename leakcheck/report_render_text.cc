@@ -63,6 +63,10 @@ std::string Header(const LeakReport& report) {
                      (report.at_exit ? "" : ", on " + report.occasion) + ")\n";
   text += kPrefix + std::string("process ") + std::to_string(report.pid) + " (" + report.program +
           ")\n";
+  if (report.sample_bytes != 0) {
+    text += kPrefix + std::string("sampled: mean ") + FormatBytes(report.sample_bytes) +
+            ", figures are estimates\n";
+  }
   text += kPrefix + std::string("peak ") + FormatBytes(s.peak_bytes) + " live; " +
           std::to_string(s.distinct_stacks) + " distinct allocation stacks\n";
   // What the checker itself holds: its tables, and per live allocation.

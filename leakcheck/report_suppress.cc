@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "leakcheck/sampler.h"
+
 namespace stackwalk::leakcheck {
 
 void SuppressLeaks(const Allocation* blocks, size_t n, const std::vector<NamedStack>& stacks,
@@ -42,16 +44,24 @@ void SuppressLeaks(const Allocation* blocks, size_t n, const std::vector<NamedSt
       }
     }
   }
+  // The figures are estimates when sampled (report->sample_bytes), summed then rounded.
   ReportSummary& summary = report->summary;
+  std::vector<EstimateSum> rule_sums(rules.size());
+  EstimateSum all;
   for (size_t i = 0; i < n; ++i) {
     if (suppressed_by[i] < 0) continue;
-    SuppressionRule* rule = suppressions->MutableRule(&rules[static_cast<size_t>(suppressed_by[i])]);
-    ++rule->count;
-    rule->bytes += blocks[i].size;
-    ++summary.suppressed_allocations;
-    summary.suppressed_bytes += blocks[i].size;
+    rule_sums[static_cast<size_t>(suppressed_by[i])].Add(blocks[i].size, report->sample_bytes);
+    all.Add(blocks[i].size, report->sample_bytes);
     (*verdicts)[i] = Verdict::kIgnored;
   }
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (rule_sums[r].count == 0) continue;
+    SuppressionRule* rule = suppressions->MutableRule(&rules[r]);
+    rule->count += rule_sums[r].rounded_count();
+    rule->bytes += rule_sums[r].rounded_bytes();
+  }
+  summary.suppressed_allocations += all.rounded_count();
+  summary.suppressed_bytes += all.rounded_bytes();
   for (const SuppressionRule& rule : suppressions->Used()) {
     report->suppressions.push_back({rule.pattern, rule.count, rule.bytes, rule.builtin});
   }

@@ -31,9 +31,13 @@ struct RecordingOptions {
   std::atomic<uint64_t> min_size{0};
   std::atomic<int> max_frames{Options().max_frames};  // Options' default until published
   std::atomic<int> method{0};
+  std::atomic<uint64_t> sample_bytes{0};  // sampler.h
+  std::atomic<uint64_t> sample_seed{0};
 
   void Publish(const Options& options) {
     min_size.store(options.min_size, std::memory_order_relaxed);
+    sample_bytes.store(options.sample_bytes, std::memory_order_relaxed);
+    sample_seed.store(options.sample_seed, std::memory_order_relaxed);
     max_frames.store(options.max_frames, std::memory_order_relaxed);
     method.store(options.method, std::memory_order_relaxed);
   }

@@ -2,11 +2,12 @@
 # Every benchmark, in Release, with the machine, compiler and commit it ran on:
 #   1. unwinding: every stackwalk method and the peers on the same stacks in one run (Google
 #      Benchmark; ns/frame, ns/capture and each row's ratio to every peer);
-#   2. the leak checker against heaptrack, valgrind and LeakSanitizer (scripts/bench_leakcheck.sh);
+#   2. the leak checker against LeakSanitizer, heaptrack and valgrind on three workloads, sampled
+#      and not (scripts/bench_leakcheck.sh; a markdown table);
 #   3. symbolization against addr2line, eu-addr2line and llvm-symbolizer (scripts/bench_symbolize.sh);
 #   4. dumping a live process's threads against eu-stack and gdb (scripts/bench_dump.sh).
 # Usage: scripts/bench.sh [unwind|leakcheck|symbolize|dump] [Google Benchmark arguments for unwind, e.g.
-# --benchmark_filter=/64]. ARM targets are left out: a capture under qemu-user is not a speed.
+# --benchmark_filter=/64; for leakcheck, bench_leakcheck.sh's: --quick, --dry-run, ROUNDS]. ARM targets are left out: a capture under qemu-user is not a speed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 part=all
@@ -29,7 +30,7 @@ if [ "$part" = all ] || [ "$part" = unwind ]; then
 fi
 if [ "$part" = all ] || [ "$part" = leakcheck ]; then
   echo; echo "=== the leak checker"
-  "$root/scripts/bench_leakcheck.sh"
+  "$root/scripts/bench_leakcheck.sh" "$@"
 fi
 if [ "$part" = all ] || [ "$part" = symbolize ]; then
   echo; echo "=== symbolization"

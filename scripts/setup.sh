@@ -19,7 +19,7 @@ packages=(
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then
-  packages+=(heaptrack time bc libc6-dbg)
+  packages+=(heaptrack time bc libc6-dbg valgrind liblsan0 clang)
 fi
 
 missing=()

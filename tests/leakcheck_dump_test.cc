@@ -4,6 +4,8 @@
 // suppresses a leak together with the blocks it alone holds (through the dump's leak edges).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <random>
 #include <string>
@@ -363,6 +365,38 @@ TEST(LeakDumpReport, ASuppressedLeakTakesTheBlocksItHoldsWithIt) {
   report = ReportFromDump(no_edges, request, &namer2);
   EXPECT_EQ(report.summary.suppressed_bytes, 100u);
   EXPECT_EQ(report.summary.indirect_bytes, 50u);
+}
+
+// A sampled program's dump (1.1's sampling section): read back, and its report weighs each block
+// below the mean (leakcheck/sampler.h) and says it is an estimate. Without the section (a 1.0
+// dump, or a run that did not sample) the figures are the blocks' own.
+TEST(LeakDumpReport, ASampledDumpGivesEstimatesAndSaysSo) {
+  DumpContents c = Sample();
+  c.sample_bytes = 1000;
+  const DecodedDumps d = Decode(EncodeDump(c));
+  ASSERT_EQ(d.error, "");
+  ASSERT_EQ(d.dumps.size(), 1u);
+  EXPECT_EQ(d.dumps[0].sample_bytes, 1000u);
+  EXPECT_EQ(Decode(EncodeDump(Sample())).dumps[0].sample_bytes, 0u);
+  DumpNamer namer(d.dumps[0], {});
+  RenderRequest request;
+  request.suppressions = "";
+  const LeakReport report = ReportFromDump(d.dumps[0], request, &namer);
+  EXPECT_EQ(report.sample_bytes, 1000u);
+  // Leaks: 100 bytes direct (weight 1 / (1 - e^-0.1) = 10.508), 50 indirect (20.504), 10 direct
+  // (100.5); the 4,096-byte reachable block is at least the mean: itself.
+  const double w100 = 1 / -std::expm1(-0.1), w50 = 1 / -std::expm1(-0.05),
+               w10 = 1 / -std::expm1(-0.01);
+  EXPECT_EQ(report.summary.direct_bytes, static_cast<uint64_t>(100 * w100 + 0.5) +
+                                             static_cast<uint64_t>(10 * w10 + 0.5));
+  EXPECT_EQ(report.summary.indirect_allocations, static_cast<uint64_t>(w50 + 0.5));
+  EXPECT_EQ(report.summary.reachable_bytes, 4096u);
+  EXPECT_EQ(report.summary.allocations, static_cast<uint64_t>(w100 + 0.5) +
+                                            static_cast<uint64_t>(w50 + 0.5) +
+                                            static_cast<uint64_t>(w10 + 0.5));
+  EXPECT_NE(RenderDumpReport(d.dumps[0], request, {}, nullptr)
+                .find("sampled: mean 1000 bytes, figures are estimates"),
+            std::string::npos);
 }
 
 TEST(LeakDumpReport, FramesKeepTheProgramsPcsAndModulesWhenNoFileNamesThem) {

@@ -36,7 +36,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
       {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"},
       {"show_reachable", "1"}, {"suppressions", "/tmp/a.supp"}, {"anonymous_roots", "0"},
       {"stop_method", "signal"}, {"stop_timeout_ms", "250"}, {"stop_signal", "RTMIN+7"},
-      {"check_interval", "5"}, {"timeline_interval_ms", "250"}};
+      {"check_interval", "5"}, {"sample_bytes", "524288"}, {"sample_seed", "42"},
+      {"timeline_interval_ms", "250"}};
   ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
   Options o;
   for (const auto& [key, value] : good) {
@@ -64,6 +65,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
   EXPECT_EQ(o.stop_timeout_ms, 250);
   EXPECT_EQ(o.stop_signal, SIGRTMIN + 7);
   EXPECT_EQ(o.check_interval, 5);
+  EXPECT_EQ(o.sample_bytes, 524288u);
+  EXPECT_EQ(o.sample_seed, 42u);
   EXPECT_EQ(o.timeline_interval_ms, 250);
 }
 
@@ -145,7 +148,8 @@ TEST(LeakcheckOptions, BadValuesChangeNothing) {
   const std::pair<const char*, const char*> bad[] = {
       {"max_frames", "0"},   {"max_frames", "65"},   {"max_frames", "-1"}, {"min_size", "lots"},
       {"exitcode", "256"},   {"method", "magic"},    {"format", "xml"},   {"report_signal", "SEGV"},
-      {"report_signal", "9"}, {"follow_exec", "yes"}, {"nonsense", "1"},   {"min_size", ""}};
+      {"report_signal", "9"}, {"follow_exec", "yes"}, {"nonsense", "1"},   {"min_size", ""},
+      {"sample_bytes", "-1"}, {"sample_bytes", "1k"}, {"sample_seed", "x"}};
   for (const auto& [key, value] : bad) {
     EXPECT_FALSE(SetOption(&o, key, std::strlen(key), value, std::strlen(value)))
         << key << "=" << value;
@@ -153,6 +157,8 @@ TEST(LeakcheckOptions, BadValuesChangeNothing) {
   // Field by field (padding is not part of the value): every field as a fresh Options has it.
   Options fresh;
   EXPECT_EQ(o.min_size, fresh.min_size);
+  EXPECT_EQ(o.sample_bytes, fresh.sample_bytes);
+  EXPECT_EQ(o.sample_seed, fresh.sample_seed);
   EXPECT_EQ(o.max_frames, fresh.max_frames);
   EXPECT_EQ(o.method, fresh.method);
   EXPECT_EQ(o.exitcode, fresh.exitcode);

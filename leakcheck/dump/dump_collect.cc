@@ -148,6 +148,7 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
   DumpContents out;
   CollectHeader(report, report.summary.scanned, &out);
   const Options& options = state.options;
+  out.sample_bytes = report.sample_bytes;
   out.rendering.json = options.json;
   out.rendering.show_reachable = options.show_reachable;
   out.rendering.libraries = options.libraries;

@@ -134,7 +134,10 @@ struct DumpContents {
   std::vector<DumpEdge> edges;
   bool has_edges = false;          // the leak edges were recorded (else suppressions cannot spread)
   std::vector<DumpThread> threads;
-  // The profile's sections (minor version 1): absent in older dumps.
+  // Sampling's mean in bytes (leakcheck/sampler.h), 0 when every allocation was recorded: the
+  // blocks are then a sample, and a report of them gives estimates.
+  uint64_t sample_bytes = 0;
+  // The profile's sections (minor version 2): absent in older dumps.
   bool has_stack_stats = false;
   std::vector<DumpStackStats> stack_stats;  // by stack id; stacks no longer live included
   bool has_thread_totals = false;

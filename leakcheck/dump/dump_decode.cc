@@ -21,6 +21,7 @@ const char* SectionName(uint32_t id) {
     case kBlocks: return "blocks";
     case kLeakEdges: return "leak edges";
     case kThreads: return "threads";
+    case kSampling: return "sampling";
     case kStackStats: return "stack statistics";
     case kThreadTotals: return "thread totals";
     case kTimeline: return "timeline";
@@ -385,6 +386,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kBlocks: ReadBlocks(in, c); break;
       case kLeakEdges: ReadEdges(in, c); break;
       case kThreads: ReadThreads(in, c); break;
+      case kSampling: c.sample_bytes = in.U64(); break;
       case kStackStats: ReadStackStats(in, c); break;
       case kThreadTotals: ReadThreadTotals(in, c); break;
       case kTimeline: ReadTimeline(in, c); break;

@@ -132,6 +132,7 @@ std::string EncodeDump(const DumpContents& c) {
       out.String(t.name);
     });
   });
+  if (c.sample_bytes != 0) Section(out, kSampling, [&] { out.U64(c.sample_bytes); });
   if (c.has_stack_stats) {
     Section(out, kStackStats, [&] {
       List(out, c.stack_stats, [&](const DumpStackStats& s) {

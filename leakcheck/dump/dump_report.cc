@@ -32,6 +32,7 @@ void CopyHeader(const DumpContents& dump, LeakReport* report) {
   report->number = static_cast<int>(p.number);
   report->pid = p.pid;
   report->program = p.program.empty() ? "?" : p.program;
+  report->sample_bytes = dump.sample_bytes;
   static_cast<RecordedSummary&>(report->summary) = dump.summary;  // the one type both share
 }
 

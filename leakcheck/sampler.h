@@ -1,0 +1,83 @@
+// Sampler: which allocations are recorded when sampling (option sample_bytes = N > 0), and how
+// many bytes and allocations a recorded one stands for. Sampling is a Poisson process over the
+// bytes each thread allocates, as in heapprofd and tcmalloc: every byte is a sample point with
+// probability 1/N, independently, so a block of s bytes holds at least one point, and is
+// recorded, with probability p(s) = 1 - exp(-s/N). Each thread counts down the bytes to its next
+// point, drawn from an exponential distribution of mean N (memoryless: after a recorded block the
+// next point is drawn afresh from its end). A block of N bytes or more is always recorded
+// (p = 1) and does not move the countdown. An unrecorded block costs a subtraction and a
+// compare, and its free a lookup that finds nothing; only recorded blocks pay for their stack.
+//
+// Estimates (Horvitz-Thompson: each recorded block weighs 1/p(s)): a recorded block of s < N
+// bytes stands for SampleWeight(s, N) = 1 / (1 - exp(-s/N)) allocations and s times that many
+// bytes; a block of s >= N bytes for itself. Every total and per-stack figure of a sampled report
+// sums these weights (report_group.cc), so its expectation is the true total.
+#ifndef STACKWALK_LEAKCHECK_SAMPLER_H_
+#define STACKWALK_LEAKCHECK_SAMPLER_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace stackwalk::leakcheck {
+
+// How many allocations a recorded block of `size` bytes stands for with sampling mean `mean`
+// (0: no sampling, every block is recorded and stands for itself). Async-signal-safe.
+inline double SampleWeight(uint64_t size, uint64_t mean) {
+  // A block of 0 bytes holds no sample point and is never recorded while sampling.
+  if (mean == 0 || size >= mean || size == 0) return 1.0;
+  return 1.0 / -std::expm1(-static_cast<double>(size) / static_cast<double>(mean));
+}
+
+// The bytes a recorded block of `size` bytes stands for, rounded: what the live-byte counters
+// add when it is recorded and subtract when it is freed (the same figure both ways).
+inline uint64_t EstimatedBytes(uint64_t size, uint64_t mean) {
+  if (mean == 0 || size >= mean) return size;
+  return static_cast<uint64_t>(static_cast<double>(size) * SampleWeight(size, mean) + 0.5);
+}
+
+// A sum of recorded blocks' estimates, rounded once when read (rounding each block's count
+// would be biased: a block of 0.7 N stands for 1.99 allocations, one of N - 1 bytes for 1.58).
+// Without sampling, the exact sums.
+struct EstimateSum {
+  double bytes = 0;
+  double count = 0;
+  void Add(uint64_t size, uint64_t mean) {
+    const double weight = SampleWeight(size, mean);
+    bytes += static_cast<double>(size) * weight;
+    count += weight;
+  }
+  uint64_t rounded_bytes() const { return static_cast<uint64_t>(bytes + 0.5); }
+  uint64_t rounded_count() const { return static_cast<uint64_t>(count + 0.5); }
+};
+
+// The calling thread's countdown. Plain data in static TLS (initial-exec): no allocation, no
+// constructor, usable from an allocation hook and a signal handler.
+struct SamplerThread {
+  uint64_t mean;        // the mean the countdown was drawn for (0: not drawn yet)
+  uint64_t seed;        // the seed option it was drawn with
+  uint64_t bytes_left;  // bytes this thread allocates before its next sample point
+  uint64_t random;      // the thread's PRNG state (splitmix64)
+};
+extern __thread SamplerThread t_sampler __attribute__((tls_model("initial-exec")));
+
+// The slow path: a countdown to (re)start or a sample point inside this block. Returns whether
+// the block is recorded and draws the next point.
+bool SampleSlow(size_t size, uint64_t mean, uint64_t seed);
+
+// Whether an allocation of `size` bytes is recorded, with sampling mean `mean` (0: all are) and
+// `seed` (0: a seed of the thread's own from the clock; else every run draws the same points: the
+// n-th thread to sample uses a stream derived from the seed and n). Async-signal-safe.
+inline bool ShouldRecord(size_t size, uint64_t mean, uint64_t seed) {
+  if (mean == 0 || size >= mean) return true;
+  SamplerThread& t = t_sampler;
+  if (t.mean == mean && t.seed == seed && t.bytes_left >= size) {
+    t.bytes_left -= size;
+    return false;
+  }
+  return SampleSlow(size, mean, seed);
+}
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_SAMPLER_H_
