@@ -1,6 +1,6 @@
 #include "leakcheck/allocation_table.h"
 
-#include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/record_region.h"
 
 namespace stackwalk::leakcheck {
 
@@ -12,8 +12,9 @@ bool AllocationTable::Grow(Shard& shard) {
   uint64_t capacity = shard.capacity == 0 ? 64
                       : live * 4 > shard.capacity ? shard.capacity * 2
                                                   : shard.capacity;
-  // Own memory (scan/own_mappings.h): full of block addresses, never a root of the leak check.
-  void* mem = OwnMap(capacity * sizeof(Allocation));
+  // Own memory (scan/own_mappings.h): full of block addresses, never a root of the leak check;
+  // in the record region when there is one, for the launcher to read after the program.
+  void* mem = RecordMap(capacity * sizeof(Allocation), record::kAllocationSlots);
   if (mem == nullptr) return false;
   auto* slots = static_cast<Allocation*>(mem);  // zeroed: every slot empty
   uint64_t used = 0;
@@ -26,7 +27,7 @@ bool AllocationTable::Grow(Shard& shard) {
     ++used;
   }
   if (shard.slots != nullptr) {
-    OwnUnmap(shard.slots, shard.capacity * sizeof(Allocation));
+    RecordUnmap(shard.slots, shard.capacity * sizeof(Allocation));
     table_bytes_.fetch_sub(shard.capacity * sizeof(Allocation), std::memory_order_relaxed);
   }
   shard.slots = slots;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "leakcheck/sampler.h"
+
 namespace stackwalk::leakcheck {
 namespace {
 
@@ -247,7 +249,7 @@ const OptionSpec kOptionSpecs[] = {
      SetNumber<uint64_t, &Options::min_size, 0, 999999999999999999>,
      ShowNumberField<uint64_t, &Options::min_size>, "ignore allocations smaller than N bytes"},
     {"sample_bytes", "sample-bytes", 0, "N", OptionType::kNumber,
-     SetNumber<uint64_t, &Options::sample_bytes, 0, 999999999999999999>,
+     SetNumber<uint64_t, &Options::sample_bytes, 0, kMaxSampleBytes>,
      ShowNumberField<uint64_t, &Options::sample_bytes>,
      "record a sample of the allocations, Poisson by bytes with mean N (allocations of N bytes "
      "or more always), and report estimates of every figure (docs/leakcheck.md); 0: record all"},

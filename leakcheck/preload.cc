@@ -15,6 +15,8 @@
 #include "leakcheck/allocator_hooks.h"
 #include "leakcheck/checks.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/record_region.h"
+#include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
 #include "leakcheck/state.h"
@@ -119,14 +121,20 @@ __attribute__((constructor(101))) void StartPreloaded() {
     // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
     // through its own execs (a wrapper script's exec of the real program); a program it starts
     // lets go of it, so that it does not keep the pipe open after the program ends.
-    const char* dump_fd = getenv("STACKWALK_LEAKCHECK_DUMP_FD");
-    if (dump_fd != nullptr && std::atoi(dump_fd) > 2) close(std::atoi(dump_fd));
+    for (const char* variable : {"STACKWALK_LEAKCHECK_DUMP_FD", record::kDescriptorVariable}) {
+      const char* fd = getenv(variable);
+      if (fd != nullptr && std::atoi(fd) > 2) close(std::atoi(fd));
+    }
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();
     return;
   }
   KeepReportDestination();
   InstallForkHandlers();
+  {
+    ReentryGuard own;  // the module map's memory is the checker's
+    RecordModules();   // for the launcher, should the program be killed (record_region.h)
+  }
   if (s.options.report_signal != 0 && !StartSignalReports(s.options.report_signal)) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot report on signal %d\n",
                  s.options.report_signal);
@@ -183,7 +191,11 @@ EXPORT int dlclose(void* handle) {
   using Dlclose = int (*)(void*);
   static Dlclose real = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
   if (real == nullptr) return -1;
-  return stackwalk::leakcheck::DlcloseRemembering(stackwalk::leakcheck::GlobalState(), real, handle);
+  const int result =
+      stackwalk::leakcheck::DlcloseRemembering(stackwalk::leakcheck::GlobalState(), real, handle);
+  stackwalk::leakcheck::ReentryGuard own;
+  stackwalk::leakcheck::RecordModules();  // the record region's list, without the object unloaded
+  return result;
 }
 
 // The in-process API, for a program that runs preloaded: reports work, Start()/Stop() refuse

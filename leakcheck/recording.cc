@@ -121,6 +121,7 @@ void ForgetThreadAfterFork() {
   t_sequence_next = t_sequence_end = 0;
   t_last_address_inverted = 0;
   ExitedStacksAfterForkChild();
+  SamplerAfterForkChild();
 }
 
 namespace {

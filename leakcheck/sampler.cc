@@ -12,6 +12,10 @@ namespace {
 
 // The threads that started a countdown, in order: the stream of the n-th under a fixed seed.
 std::atomic<uint64_t> g_sampling_threads{0};
+// This process's place in its fork tree (0 in the process the checker started in), mixed into
+// every stream, and the forks it made so far.
+uint64_t g_process_salt = 0;
+std::atomic<uint64_t> g_forks{0};
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
@@ -35,12 +39,12 @@ bool SampleSlow(size_t size, uint64_t mean, uint64_t seed) {
   if (t.mean != mean || t.seed != seed) {  // first sampled allocation, or new options
     const uint64_t n = g_sampling_threads.fetch_add(1, std::memory_order_relaxed);
     if (seed != 0) {
-      t.random = seed ^ (n * 0xd1b54a32d192ed03ull);
+      t.random = seed ^ (n * 0xd1b54a32d192ed03ull) ^ g_process_salt;
     } else {
       timespec now{};
       clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
       t.random = static_cast<uint64_t>(now.tv_nsec) ^ (static_cast<uint64_t>(now.tv_sec) << 30) ^
-                 reinterpret_cast<uintptr_t>(&t) ^ (n << 48);
+                 reinterpret_cast<uintptr_t>(&t) ^ (n << 48) ^ g_process_salt;
     }
     t.mean = mean;
     t.seed = seed;
@@ -53,6 +57,18 @@ bool SampleSlow(size_t size, uint64_t mean, uint64_t seed) {
   // The point lies in this block: record it, and draw the next point from its end.
   t.bytes_left = DrawBytesLeft(t, mean);
   return true;
+}
+
+void SamplerBeforeFork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
+
+void SamplerAfterForkChild() {
+  // The fork's number in its parent, hashed with the parent's own salt: distinct for every child
+  // of every process in the tree, and the same from run to run.
+  uint64_t state = g_process_salt ^ (g_forks.load(std::memory_order_relaxed) << 32);
+  g_process_salt = SplitMix64(&state) | 1;
+  g_forks.store(0, std::memory_order_relaxed);
+  g_sampling_threads.store(0, std::memory_order_relaxed);
+  t_sampler.mean = 0;  // the forking thread draws its countdown again, from the child's stream
 }
 
 }  // namespace stackwalk::leakcheck

@@ -21,6 +21,18 @@
 
 namespace stackwalk::leakcheck {
 
+// The largest mean sampling accepts (1 TiB): the options refuse more and so does a dump's reader,
+// so that no estimate of a block (about the mean) nor a sum of them leaves the range of a uint64.
+constexpr uint64_t kMaxSampleBytes = uint64_t{1} << 40;
+
+// `x` rounded to the nearest integer, UINT64_MAX if beyond (a cast of a double at or past 2^64
+// is undefined).
+inline uint64_t SaturatedRound(double x) {
+  if (!(x > 0)) return 0;
+  const double r = x + 0.5;
+  return r >= 0x1p64 ? UINT64_MAX : static_cast<uint64_t>(r);
+}
+
 // How many allocations a recorded block of `size` bytes stands for with sampling mean `mean`
 // (0: no sampling, every block is recorded and stands for itself). Async-signal-safe.
 inline double SampleWeight(uint64_t size, uint64_t mean) {
@@ -33,7 +45,7 @@ inline double SampleWeight(uint64_t size, uint64_t mean) {
 // add when it is recorded and subtract when it is freed (the same figure both ways).
 inline uint64_t EstimatedBytes(uint64_t size, uint64_t mean) {
   if (mean == 0 || size >= mean) return size;
-  return static_cast<uint64_t>(static_cast<double>(size) * SampleWeight(size, mean) + 0.5);
+  return SaturatedRound(static_cast<double>(size) * SampleWeight(size, mean));
 }
 
 // A sum of recorded blocks' estimates, rounded once when read (rounding each block's count
@@ -47,8 +59,8 @@ struct EstimateSum {
     bytes += static_cast<double>(size) * weight;
     count += weight;
   }
-  uint64_t rounded_bytes() const { return static_cast<uint64_t>(bytes + 0.5); }
-  uint64_t rounded_count() const { return static_cast<uint64_t>(count + 0.5); }
+  uint64_t rounded_bytes() const { return SaturatedRound(bytes); }
+  uint64_t rounded_count() const { return SaturatedRound(count); }
 };
 
 // The calling thread's countdown. Plain data in static TLS (initial-exec): no allocation, no
@@ -64,6 +76,13 @@ extern __thread SamplerThread t_sampler __attribute__((tls_model("initial-exec")
 // The slow path: a countdown to (re)start or a sample point inside this block. Returns whether
 // the block is recorded and draws the next point.
 bool SampleSlow(size_t size, uint64_t mean, uint64_t seed);
+
+// Around fork(): the child must not sample the bytes its parent samples (a pre-forked server's
+// workers would all record the same sites). The prepare handler counts the fork; the child mixes
+// the count into its streams and draws its countdowns afresh, so a fixed seed still repeats a run
+// whose forks come in the same order. Async-signal-safe.
+void SamplerBeforeFork();
+void SamplerAfterForkChild();
 
 // Whether an allocation of `size` bytes is recorded, with sampling mean `mean` (0: all are) and
 // `seed` (0: a seed of the thread's own from the clock; else every run draws the same points: the

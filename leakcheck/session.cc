@@ -12,8 +12,10 @@
 #include <cstdio>
 #include <mutex>
 
+#include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/check.h"
 #include "leakcheck/state.h"
 
@@ -27,7 +29,9 @@ void BeforeFork() {
   ReportLock().Lock();
   GlobalState().stacks.LockAll();
   GlobalState().allocations.LockAll();
+  RecordBeforeFork();  // the tables as they are now, for the child (record_region.h)
   SetForking(true);
+  SamplerBeforeFork();
 }
 void UnlockTables() {
   SetForking(false);
@@ -35,6 +39,7 @@ void UnlockTables() {
   GlobalState().stacks.UnlockAll();
 }
 void AfterForkParent() {
+  RecordAfterForkParent();
   UnlockTables();
   ReportLock().Unlock();
 }
@@ -82,6 +87,8 @@ bool LaunchReporter() {
 }
 
 void AfterForkChild() {
+  // Before anything records again: the parent's record region is the parent's (record_region.h).
+  RecordLeaveAfterFork();
   UnlockTables();
   GlobalState().timeline.AfterForkChild();
   // The parent's threads that were waiting for a report were not copied: their turns go too.
@@ -148,6 +155,7 @@ void ReportAtExit() {
   if (auto gnu = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"))) gnu();
   if (auto libc = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "__libc_freeres"))) libc();
   ReportTotals leaks = WriteReport(s, "exit");
+  RecordExitReported();
   if (leaks.allocations > 0 && s.options.exitcode != 0) _exit(s.options.exitcode);
 }
 

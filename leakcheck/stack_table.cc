@@ -1,7 +1,9 @@
 #include "leakcheck/stack_table.h"
 
+#include "leakcheck/record_region.h"
 #include "leakcheck/scan/own_mappings.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace stackwalk::leakcheck {
@@ -26,8 +28,10 @@ uint64_t Hash(void* const* pcs, int n) {
   return h;
 }
 
-void* MapZeroed(size_t size) {
-  return OwnMap(size);  // own memory: never a root of the leak check
+// Own memory, never a root of the leak check; in the record region when there is one, for the
+// launcher to read after the program (record_format.h).
+void* MapZeroed(size_t size, record::ExtentKind kind, uint32_t index = 0) {
+  return RecordMap(size, kind, index);
 }
 
 }  // namespace
@@ -46,7 +50,7 @@ void* StackTable::Allocate(size_t size) {
   size = (size + 15) & ~size_t{15};
   if (size > arena_left_) {
     size_t chunk = size > (size_t{1} << 20) ? size : (size_t{1} << 20);
-    char* mem = static_cast<char*>(MapZeroed(chunk));
+    char* mem = static_cast<char*>(MapZeroed(chunk, record::kStackNodes));
     if (mem == nullptr) return nullptr;
     arena_ = mem;
     arena_left_ = chunk;
@@ -59,6 +63,10 @@ void* StackTable::Allocate(size_t size) {
 }
 
 uint32_t StackTable::Intern(void* const* pcs, int n) {
+  static_assert(sizeof(Stack) == sizeof(record::StackNode) &&
+                    offsetof(Stack, id) == offsetof(record::StackNode, id) &&
+                    offsetof(Stack, n) == offsetof(record::StackNode, n),
+                "a node is read as a record::StackNode after the program (record_format.h)");
   if (n > kMaxFrames) n = kMaxFrames;
   if (n < 0) n = 0;
   const uint64_t hash = Hash(pcs, n);
@@ -79,16 +87,29 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   if (n > 0) std::memcpy(s->pcs, pcs, sizeof(void*) * n);  // an empty stack may come as null
   uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
   if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
+  // Its statistics' chunk before the id is published: a recorded block's stack always has them.
+  std::atomic<StackStats*>& stats_chunk = stats_[id / kIdChunk];
+  if (stats_chunk.load(std::memory_order_acquire) == nullptr) {
+    constexpr size_t kStatsChunkBytes = (sizeof(StackStats) * kIdChunk + 4095) & ~size_t{4095};
+    StackStats* fresh = static_cast<StackStats*>(OwnMap(kStatsChunkBytes));  // zeroed
+    if (fresh == nullptr) return kNoStack;
+    StackStats* none = nullptr;
+    if (stats_chunk.compare_exchange_strong(none, fresh, std::memory_order_acq_rel)) {
+      bytes_.fetch_add(kStatsChunkBytes, std::memory_order_relaxed);
+    } else {
+      OwnUnmap(fresh, kStatsChunkBytes);
+    }
+  }
   std::atomic<Stack**>& chunk = ids_[id / kIdChunk];
   Stack** slots = chunk.load(std::memory_order_acquire);
   if (slots == nullptr) {
-    Stack** fresh = static_cast<Stack**>(MapZeroed(sizeof(Stack*) * kIdChunk));
+    Stack** fresh = static_cast<Stack**>(MapZeroed(sizeof(Stack*) * kIdChunk, record::kStackIds, id / kIdChunk));
     if (fresh == nullptr) return kNoStack;
     if (chunk.compare_exchange_strong(slots, fresh, std::memory_order_acq_rel)) {
       slots = fresh;
       bytes_.fetch_add(sizeof(Stack*) * kIdChunk, std::memory_order_relaxed);
     } else {
-      OwnUnmap(fresh, sizeof(Stack*) * kIdChunk);
+      RecordUnmap(fresh, sizeof(Stack*) * kIdChunk);
     }
   }
   s->id = id;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "leakcheck/record_format.h"
 #include "leakcheck/spin_lock.h"
 #include "leakcheck/stack_stats.h"
 
@@ -29,8 +30,9 @@ class StackTable {
   // What stack `id` did over the run (stack_stats.h); null for kNoStack or an unknown id.
   // Lock-free: every recorded allocation and free asks it.
   StackStats* Stats(uint32_t id) const {
-    Stack* s = StackOf(id);
-    return s != nullptr ? &s->stats : nullptr;
+    if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
+    StackStats* chunk = stats_[id / kIdChunk].load(std::memory_order_acquire);
+    return chunk != nullptr ? &chunk[id % kIdChunk] : nullptr;
   }
   // Zeroes every stack's statistics (a new in-process session).
   void ResetStats();
@@ -47,7 +49,6 @@ class StackTable {
     Stack* next;     // in its hash bucket
     uint32_t id;
     int n;
-    StackStats stats;  // zeroed with the node (mmap'ed memory)
     void* pcs[];     // n entries
   };
   static constexpr int kShards = 64;
@@ -60,6 +61,11 @@ class StackTable {
     Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
     return slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
   }
+  // The record region's reader reads the nodes as record::StackNode (record_format.h).
+  static_assert(kMaxFrames == record::kMaxStackFrames &&
+                    static_cast<uint32_t>(kIdChunk) == record::kStackIdChunk &&
+                    static_cast<uint32_t>(kIdChunks) == record::kStackIdChunks,
+                "the record region's reader reads the stack table");
   void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
   // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
   // are published complete, so lookups need no lock.
@@ -71,6 +77,10 @@ class StackTable {
   };
   Shard shards_[kShards] = {};
   std::atomic<Stack**> ids_[kIdChunks] = {};  // id -> stack, in chunks
+  // id -> its statistics, in chunks of kIdChunk beside the ids'. Not in the nodes: the record
+  // region's reader reads a node's frames right after its header (record::StackNode). Private
+  // memory (OwnMap): only the dump, written by the living process, reads them.
+  std::atomic<StackStats*> stats_[kIdChunks] = {};
   std::atomic<uint32_t> next_id_{1};
   SpinLock arena_lock_;
   char* arena_ = nullptr;

@@ -1,10 +1,11 @@
 #include "leakcheck/thread_registry.h"
 
 #include <fcntl.h>
-#include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/record_region.h"
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -23,16 +24,22 @@ void ThreadRegistry::ResetLiveBytes() {
 }
 
 uint32_t ThreadRegistry::RegisterCurrent(int32_t tid) {
+  static_assert(sizeof(Entry) == sizeof(record::ThreadEntry) &&
+                    offsetof(Entry, thread.name) == offsetof(record::ThreadEntry, name) &&
+                    offsetof(Entry, bytes) == offsetof(record::ThreadEntry, live_bytes) &&
+                    kChunk == record::kThreadChunk,
+                "a thread is read as a record::ThreadEntry after the program (record_format.h)");
   const uint32_t serial = next_.fetch_add(1, std::memory_order_relaxed);
   if (serial / kChunk >= kChunks) return 0;
   std::atomic<Entry*>& chunk = chunks_[serial / kChunk];
   if (chunk.load(std::memory_order_acquire) == nullptr) {
-    // Zeroed pages are valid entries: every field, the atomics included, starts at zero.
-    void* mem = OwnMap(sizeof(Entry) * kChunk);
+    // Zeroed pages are valid entries: every field, the atomics included, starts at zero. In the
+    // record region when there is one, for the launcher to read after the program.
+    void* mem = RecordMap(sizeof(Entry) * kChunk, record::kThreads, serial / kChunk);
     if (mem == nullptr) return 0;
     Entry* expected = nullptr;
     if (!chunk.compare_exchange_strong(expected, static_cast<Entry*>(mem))) {
-      OwnUnmap(mem, sizeof(Entry) * kChunk);
+      RecordUnmap(mem, sizeof(Entry) * kChunk);
     }
   }
   Thread* t = Slot(serial);

@@ -82,12 +82,27 @@ for entry in "${programs[@]}"; do
     printf "%-19s %s\n" "$name" "skipped: ${command[0]} not installed"
     continue
   fi
-  # The launcher execs the program: the report of its pid is the program's (children write theirs).
+  # The launcher runs the program as its first child: of the reports (children write theirs), the
+  # program's is the one of the first pid handed out after the launcher's (pids wrap at pid_max).
+  rm -f "$scratch"/sw.*.json
   "$launcher" "${flags[@]}" --output "$scratch/sw.%p.json" -- "${command[@]}" >/dev/null 2>&1 &
-  pid=$!
-  wait $pid
+  launcher_pid=$!
+  wait $launcher_pid
+  pid_max=$(cat /proc/sys/kernel/pid_max)
+  program_report=""
+  best=$pid_max
+  for report in "$scratch"/sw.*.json; do
+    [ -f "$report" ] || continue
+    p="${report##*/sw.}"
+    p="${p%.json}"
+    distance=$(( (p - launcher_pid + pid_max) % pid_max ))
+    if [ "$distance" -gt 0 ] && [ "$distance" -lt "$best" ]; then
+      best=$distance
+      program_report="$report"
+    fi
+  done
   sw="- -"
-  [ -f "$scratch/sw.$pid.json" ] && sw="$(stackwalk_lost "$scratch/sw.$pid.json")"
+  [ -n "$program_report" ] && sw="$(stackwalk_lost "$program_report")"
   valgrind --leak-check=full --show-leak-kinds=definite,indirect --child-silent-after-fork=yes \
     --xml=yes --xml-file="$scratch/vg.xml" "${command[@]}" >/dev/null 2>&1
   vg="$(valgrind_lost "$scratch/vg.xml")"

@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev    # JSON outside the capture and recording paths (reports, the symbolizer's output)
   python3-jsonschema    # tests check every JSON output against its schema in docs/
   elfutils              # eu-stack: the oracle of stackwalk-dump's test (and its benchmark's peer)
+  chromium              # headless: the flame graph SVG and HTML report opened in a browser (flamegraph_browser_test)
 )
 # `setup.sh bench`: also what the leak checker's benchmark compares with and measures by.
 if [ "${1:-}" = bench ]; then

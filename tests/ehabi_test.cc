@@ -183,5 +183,37 @@ TEST(Ehabi, CompactRuleCompilerSaysWhyItRefuses) {
   EXPECT_EQ(compile(std::vector<uint8_t>(70, 0x00)), RuleError::kTooLong);
 }
 
+// An index read from a copy of another process's file (stackwalk-dump --snapshot of an arm32
+// crash): prel31 offsets give the copy's addresses, load_bias the target's, for the lookup and
+// the function start alike.
+TEST(ExidxTable, LoadBiasTurnsACopysAddressesIntoTheTargets) {
+  uint32_t table[4];
+  const uint64_t at = reinterpret_cast<uintptr_t>(table);
+  auto prel31_to = [&](int word, uint64_t target) {
+    return static_cast<uint32_t>((target - (at + 4 * word)) & 0x7fffffffu);
+  };
+  // Two functions, 0x1000 and 0x2000 bytes past the copy of the index, both EXIDX_CANTUNWIND.
+  table[0] = prel31_to(0, at + 0x1000);
+  table[1] = 1;
+  table[2] = prel31_to(2, at + 0x2000);
+  table[3] = 1;
+  ExidxSection section;
+  section.table = {at, at + sizeof(table)};
+  section.bounds = section.table;
+  const uint64_t target_table = 0x40010000;  // where the target had its index
+  section.load_bias = target_table - at;
+  uint64_t entry = 0, start = 0;
+  ASSERT_EQ(FindExidxEntry(section, target_table + 0x2004, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(entry, at + 8);
+  EXPECT_EQ(start, target_table + 0x2000);
+  ASSERT_EQ(FindExidxEntry(section, target_table + 0x1ffe, &entry, &start), ExidxError::kOk);
+  EXPECT_EQ(entry, at);
+  EXPECT_EQ(start, target_table + 0x1000);
+  EXPECT_EQ(FindExidxEntry(section, target_table + 0xfff, &entry, &start), ExidxError::kNoEntry);
+  uint64_t personality;
+  EhabiOpcodes ops;
+  EXPECT_EQ(DecodeExidxEntry(section, entry, &personality, &ops), ExidxError::kCantUnwind);
+}
+
 }  // namespace
 }  // namespace stackwalk::internal

@@ -226,7 +226,7 @@ TEST(DumpReport, AProgramThatDoesNotReportNamesNothingAndItsDumpHasTheLeaks) {
     if (p != nullptr) pclose(p);
     return all;
   };
-  const std::string reporting = opened("");
+  const std::string reporting = opened("--name-in=program");
   ASSERT_NE(reporting.find("libstackwalk_leakcheck_names.so"), std::string::npos)
       << "the loader's log does not show the program naming its own report";
   const std::string dump_only = opened("--program-report=0");

@@ -17,6 +17,7 @@
 #include "leakcheck/dump/dump_report.h"
 #include "leakcheck/dump/profile_render.h"
 #include "leakcheck/dump/profile_view.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/scan/verdict.h"
 
 namespace stackwalk::leakcheck::dump {
@@ -271,8 +272,23 @@ TEST(LeakDump, AHeaderLongerThanACutDumpIsACutNotAReadPastIt) {
   RenderAll(d);
 }
 
+// A sampling mean past the largest the options accept is refused by name: its estimates (about
+// the mean per block) would not fit in 64 bits.
+TEST(LeakDump, ASamplingMeanBeyondTheLargestIsRefused) {
+  DumpContents c = Sample();
+  c.sample_bytes = kMaxSampleBytes;
+  EXPECT_EQ(Decode(EncodeDump(c)).error, "");
+  c.sample_bytes = UINT64_MAX;
+  const DecodedDumps d = Decode(EncodeDump(c));
+  EXPECT_NE(d.error.find("sampling mean of 18446744073709551615 bytes"), std::string::npos)
+      << d.error;
+  RenderAll(d);
+}
+
 TEST(LeakDump, RandomCorruptionGivesAnErrorOrAReportNeverACrash) {
-  const std::string bytes = EncodeDump(Sample()) + EncodeDump(Sample());
+  DumpContents sampled = Sample();  // a sampled dump too: its estimates from corrupt sizes
+  sampled.sample_bytes = 8192;
+  const std::string bytes = EncodeDump(Sample()) + EncodeDump(sampled);
   std::mt19937 random(18);  // fixed: a failure is reproducible
   int errors = 0;
   for (int round = 0; round < 3000; ++round) {

@@ -1,7 +1,7 @@
 // --name-in=launcher: the launcher runs the program as its child, gets its reports as leak dumps
 // through a pipe, and names and renders them itself (issue 18). Every ending of the program
 // (exit, _exit's status, SIGSEGV and SIGABRT with the status they have without the checker,
-// SIGKILL), a report signal sent to the launcher, a forked child's own report, --exitcode; and
+// SIGKILL; a death by signal reported from the program's record region, issue 17), a report signal sent to the launcher, a forked child's own report, --exitcode; and
 // the report is the program's own (tests/fixtures/leak_endings.c, tests/fixtures/leaky.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -118,13 +119,114 @@ TEST(LauncherNames, AFatalSignalEndsTheLauncherAsItEndsTheProgramAndLeavesTheCor
   EXPECT_EQ(Slurp("/proc/sys/kernel/core_pattern"), pattern);
 }
 
-TEST(LauncherNames, AProgramKilledBySigkillIsSaidToHaveLeftNoReport) {
+// The report a record region gives (issue 17): every block the program held at its death,
+// unclassified, from the region the launcher read after it.
+void ExpectRecordReport(const std::string& err, const std::string& signal_name) {
+  EXPECT_NE(err.find("live allocations (report 1, on killed by " + signal_name + ")"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("unclassified (no memory was left to scan)"), std::string::npos) << err;
+  EXPECT_NE(err.find("no reachability scan ran: every live block is listed"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Live: 4321 byte(s) in 1 object(s) allocated from:\n    #0 "),
+            std::string::npos) << err;
+  EXPECT_NE(err.find(" in endings_leak at "), std::string::npos) << err;
+  EXPECT_NE(err.find("first allocated by thread leak_endings (tid "), std::string::npos) << err;
+  EXPECT_EQ(err.find("leaks at exit"), std::string::npos) << err;
+  EXPECT_EQ(err.find("the record is incomplete"), std::string::npos) << err;
+}
+
+TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "kill-self"}));
   ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
   EXPECT_EQ(WTERMSIG(run.raw), SIGKILL);
   EXPECT_NE(run.err.find("was killed by signal 9"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("no report could be written"), std::string::npos) << run.err;
-  EXPECT_EQ(run.err.find("leaks at exit"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("its record at its death is reported (unclassified)"), std::string::npos)
+      << run.err;
+  ExpectRecordReport(run.err, "SIGKILL");
+}
+
+// Sampling: the record holds the sampled blocks only, so its report gives their estimates and
+// says so (the 4321-byte block, above the mean, is recorded for certain and stands for itself).
+TEST(LauncherNames, ASampledProgramsRecordSaysItsFiguresAreEstimates) {
+  const Outcome run = RunToEnd(
+      Launcher({"--sample-bytes", "1024", "--sample-seed", "3", LEAK_ENDINGS, "kill-self"}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw) && WTERMSIG(run.raw) == SIGKILL) << run.err;
+  EXPECT_NE(run.err.find("sampled: mean 1024 bytes, figures are estimates"), std::string::npos)
+      << run.err;
+  ExpectRecordReport(run.err, "SIGKILL");
+}
+
+TEST(LauncherNames, SigsegvAndSigabrtAreReportedFromTheRecordWithTheirStatus) {
+  const rlimit no_core = {0, 0};
+  ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);
+  for (const auto& [mode, signo, name] :
+       {std::tuple<const char*, int, const char*>{"segv", SIGSEGV, "SIGSEGV"},
+        {"abort", SIGABRT, "SIGABRT"}}) {
+    const Outcome alone = RunToEnd({LEAK_ENDINGS, mode});
+    const Outcome checked = RunToEnd(Launcher({LEAK_ENDINGS, mode}));
+    EXPECT_EQ(checked.raw, alone.raw) << mode;
+    ExpectRecordReport(checked.err, name);
+  }
+}
+
+TEST(LauncherNames, AForkedChildKeepsItsOwnReportAndLeavesItsParentsRecordAlone) {
+  const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "fork-kill"}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
+  EXPECT_EQ(WTERMSIG(run.raw), SIGKILL);
+  // The child's own report at its exit: its 20000 blocks.
+  EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("1544321 bytes in 20001 allocations still reachable"), std::string::npos)
+      << run.err;
+  // The parent's record: what it made before and after the fork, none of the child's.
+  const size_t record = run.err.find("stackwalk-leakcheck: the report below is the program's record");
+  ASSERT_NE(record, std::string::npos) << run.err;
+  const std::string parents = run.err.substr(record);
+  ExpectRecordReport(parents, "SIGKILL");
+  EXPECT_NE(parents.find("Live: 5500 byte(s) in 100 object(s) allocated from:\n    #0 "),
+            std::string::npos) << parents;
+  EXPECT_NE(parents.find(" in endings_after_fork_block at "), std::string::npos) << parents;
+  EXPECT_EQ(parents.find("endings_child_block"), std::string::npos) << parents;
+  EXPECT_EQ(parents.find(" 77 byte"), std::string::npos) << parents;
+}
+
+TEST(LauncherNames, TheRecordsReportIsKeptAsADumpThatRendersTheSame) {
+  const std::string out = TempPath("killed.txt"), dump = TempPath("killed.%p.dump");
+  const Outcome run = RunToEnd(Launcher({"--output", out, "--dump", dump, LEAK_ENDINGS, "kill-self"}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw) && WTERMSIG(run.raw) == SIGKILL) << run.err;
+  const std::string report = Slurp(out);
+  ASSERT_NE(report.find("on killed by SIGKILL"), std::string::npos) << report << run.err;
+  const std::smatch pid = [&] {
+    std::smatch m;
+    std::regex_search(report, m, std::regex("process ([0-9]+)"));
+    return m;
+  }();
+  ASSERT_FALSE(pid.empty());
+  const std::string kept = TempPath("killed." + pid[1].str() + ".dump");
+  const std::string later = TempPath("killed-later.txt");
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " -o " + later + " " + kept).c_str()), 0);
+  EXPECT_EQ(Slurp(later), report);
+}
+
+TEST(LauncherNames, NamingInTheProgramTheLauncherStillReportsAKilledProgramsRecord) {
+  for (const auto& [mode, signo, name] :
+       {std::tuple<const char*, int, const char*>{"kill-self", SIGKILL, "SIGKILL"},
+        {"segv", SIGSEGV, "SIGSEGV"}}) {
+    const rlimit no_core = {0, 0};
+    ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);
+    const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=program", LEAK_ENDINGS, mode});
+    ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
+    EXPECT_EQ(WTERMSIG(run.raw), signo);
+    ExpectRecordReport(run.err, name);
+  }
+  // In the format the options ask for, after what the program wrote to the same file.
+  const std::string out = TempPath("killed.json");
+  const Outcome json = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=program", "--format=json", "-o",
+                                 out, LEAK_ENDINGS, "kill-self"});
+  ASSERT_TRUE(WIFSIGNALED(json.raw) && WTERMSIG(json.raw) == SIGKILL) << json.err;
+  const std::string text = Slurp(out);
+  EXPECT_EQ(text.substr(0, 1), "{") << text;
+  EXPECT_NE(text.find("killed by SIGKILL"), std::string::npos) << text;
+  EXPECT_NE(text.find("endings_leak"), std::string::npos) << text;
 }
 
 TEST(LauncherNames, TheReportSignalSentToTheLauncherReachesTheProgram) {

@@ -149,7 +149,8 @@ TEST(LeakcheckOptions, BadValuesChangeNothing) {
       {"max_frames", "0"},   {"max_frames", "65"},   {"max_frames", "-1"}, {"min_size", "lots"},
       {"exitcode", "256"},   {"method", "magic"},    {"format", "xml"},   {"report_signal", "SEGV"},
       {"report_signal", "9"}, {"follow_exec", "yes"}, {"nonsense", "1"},   {"min_size", ""},
-      {"sample_bytes", "-1"}, {"sample_bytes", "1k"}, {"sample_seed", "x"}};
+      {"sample_bytes", "-1"}, {"sample_bytes", "1099511627777"},  // past 2^40
+      {"sample_bytes", "1k"}, {"sample_seed", "x"}};
   for (const auto& [key, value] : bad) {
     EXPECT_FALSE(SetOption(&o, key, std::strlen(key), value, std::strlen(value)))
         << key << "=" << value;

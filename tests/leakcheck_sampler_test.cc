@@ -12,11 +12,16 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "leakcheck/recording.h"
 #include "leakcheck/report_group.h"
 
 namespace stackwalk::leakcheck {
@@ -91,6 +96,70 @@ TEST(LeakcheckSampler, SeedsGiveDifferentSamples) {
   EXPECT_NE(a, b);
   EXPECT_GT(std::count(a.begin(), a.end(), true), 0);
   EXPECT_LT(std::count(a.begin(), a.end(), true), 20000);
+}
+
+// A forked child draws other sample points than its parent (a pre-forked server's workers must
+// not all record the same sites), and two children of one parent differ too. The child runs
+// recording's fork handler.
+TEST(LeakcheckSampler, AForkedChildSamplesOtherBytesThanItsParent) {
+  constexpr int kDraws = 20000;
+  auto draw = [] {
+    std::string out;
+    for (int i = 0; i < kDraws; ++i) out.push_back(ShouldRecord(64, 4096, 21) ? '1' : '0');
+    return out;
+  };
+  // The parent's draws after each of two forks, and each child's.
+  auto run = [&] {
+    std::vector<std::string> out;
+    std::thread([&] {
+      draw();  // the countdown started before the forks
+      for (int child = 0; child < 2; ++child) {
+        int fds[2];
+        if (pipe(fds) != 0) return;
+        SamplerBeforeFork();  // what the checker's prepare handler does
+        const pid_t pid = fork();
+        if (pid == 0) {
+          ForgetThreadAfterFork();  // the checker's child handler
+          const std::string mine = draw();
+          const bool whole = write(fds[1], mine.data(), mine.size()) == kDraws;
+          _exit(whole ? 0 : 1);
+        }
+        close(fds[1]);
+        out.push_back(draw());  // the parent goes on from where the fork found it
+        std::string theirs(kDraws, '?');
+        size_t got = 0;
+        for (ssize_t n; got < theirs.size() && (n = read(fds[0], &theirs[got], kDraws - got)) > 0;)
+          got += static_cast<size_t>(n);
+        close(fds[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        out.push_back(got == theirs.size() ? theirs : "");
+      }
+    }).join();
+    return out;  // parent after fork 1, child 1, parent after fork 2, child 2
+  };
+  const std::vector<std::string> draws = run();
+  ASSERT_EQ(draws.size(), 4u);
+  ASSERT_EQ(draws[1].size(), size_t{kDraws});
+  ASSERT_EQ(draws[3].size(), size_t{kDraws});
+  // (Compared as bools: a failure printing 20,000 digits helps no one.)
+  EXPECT_TRUE(draws[0] != draws[1]) << "child 1 sampled its parent's bytes";
+  EXPECT_TRUE(draws[2] != draws[3]) << "child 2 sampled its parent's bytes";
+  EXPECT_TRUE(draws[1] != draws[3]) << "two children sampled the same bytes";
+}
+
+// Estimates never leave the range of a uint64 (a cast of a double past 2^64 is undefined): a
+// huge sum saturates, and the options refuse a mean past kMaxSampleBytes.
+TEST(LeakcheckSampler, EstimatesSaturateInsteadOfWrapping) {
+  EXPECT_EQ(SaturatedRound(0x1p70), UINT64_MAX);
+  EXPECT_EQ(SaturatedRound(-3.0), 0u);
+  EXPECT_EQ(SaturatedRound(2.5), 3u);
+  EstimateSum sum;
+  for (int i = 0; i < 40; ++i) sum.Add(1, kMaxSampleBytes);  // ~2^40 allocations each
+  EXPECT_EQ(sum.rounded_count(), static_cast<uint64_t>(sum.count + 0.5));
+  sum.bytes = 1e30;
+  EXPECT_EQ(sum.rounded_bytes(), UINT64_MAX);
+  EXPECT_GE(EstimatedBytes(1, kMaxSampleBytes), kMaxSampleBytes);
 }
 
 // The group stage sums each recorded block's weight, rounding once per figure.

@@ -11,7 +11,8 @@ runs a copy of the fixture and its library from a scratch directory, then checks
     and without it the library's frames can no longer be unwound through or named;
   - --debug-dir finds the objects by build-id;
   - a file with another build-id at an object's path is refused, and said so;
-  - truncated, corrupt and other-architecture snapshots: a clear error, exit 1, never a crash.
+  - truncated, corrupt and unknown-architecture snapshots: a clear error, exit 1, never a crash;
+  - a crash inside the vDSO: the snapshot carries its image, whose CFI takes the walk out.
 
 usage: snapshot_dump_test.py STACKWALK_DUMP SNAPSHOT_CRASH
 """
@@ -24,45 +25,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from snapshot_checks import (chain_in_order, check, finish, functions, report_pcs, run_dump,
+                             walk_pcs)
+
 DUMP, FIXTURE = sys.argv[1], sys.argv[2]
 LIB = os.path.join(os.path.dirname(FIXTURE), "libsnapshot_crash_lib.so")
-CHAIN = ["snapshot_lib_fault", "snapshot_lib_entry", "snapshot_a2", "snapshot_a1", "main"]
-REPORT_FRAME = re.compile(r"^#(\d+) (pc|ra) 0x([0-9a-f]+) ")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def dump(*args):
-    p = subprocess.run([DUMP, *args], capture_output=True, text=True, timeout=60)
-    check(p.returncode >= 0, f"stackwalk-dump {args} died of signal {-p.returncode}")
-    return p
-
-
-def walk_pcs(out):
-    """The trace's PCs (one per index; inline frames share their index's)."""
-    seen, pcs = set(), []
-    for f in out["threads"][0]["frames"]:
-        if f["index"] not in seen:
-            seen.add(f["index"])
-            pcs.append(int(f["pc"], 16))
-    return pcs
-
-
-def functions(out):
-    return [f.get("function", "") for f in out["threads"][0]["frames"]]
-
-
-def chain_in_order(names):
-    at = 0
-    for n in names:
-        if at < len(CHAIN) and n == CHAIN[at]:
-            at += 1
-    return at == len(CHAIN)
+    return run_dump(DUMP, *args)
 
 
 work = tempfile.mkdtemp(prefix="snapshot_dump_test.")
@@ -82,8 +54,8 @@ try:
                        timeout=60)
     check(p.returncode == -signal.SIGSEGV, f"the fixture died of SIGSEGV (status {p.returncode})")
     report = open(report_path).read()
-    report_pcs = [int(m.group(3), 16) for m in map(REPORT_FRAME.match, report.splitlines()) if m]
-    check(len(report_pcs) >= len(CHAIN), f"the report has the chain's frames: {report}")
+    in_process = report_pcs(report)
+    check(len(in_process) >= 5, f"the report has the chain's frames: {report}")
     check(re.search(r"^\*\*\* snapshot .*crash\.snapshot: \d+ bytes, \d+ of stack, \d+ modules$",
                     report, re.M) is not None, "the report says where the snapshot went")
     check(os.path.getsize(snap) > 0, "the snapshot was written")
@@ -95,9 +67,9 @@ try:
     check(out["complete"] and out["machine"] == "x86_64",
           "the snapshot is complete and names its architecture")
     check(out["signal"] == signal.SIGSEGV and out["fault_address"] == 0, "signal and address")
-    check(walk_pcs(out) == report_pcs,
+    check(walk_pcs(out) == in_process,
           f"snapshot walk == in-process report:\n  {list(map(hex, walk_pcs(out)))}\n"
-          f"  {list(map(hex, report_pcs))}")
+          f"  {list(map(hex, in_process))}")
     check(chain_in_order(functions(out)), f"the chain named in order: {functions(out)}")
     check(out["threads"][0]["end"] == "end of stack", "the walk reaches the end of the stack")
     check(all(t == "cfi" for t in out["threads"][0]["frame_trust"][1:]),
@@ -120,11 +92,11 @@ try:
     p = dump("--json", "--snapshot", snap, "--sysroot", root)
     check(p.returncode == 0, f"--sysroot exits 0 (stderr: {p.stderr})")
     moved = json.loads(p.stdout)
-    check(walk_pcs(moved) == report_pcs, "--sysroot walk == in-process report")
+    check(walk_pcs(moved) == in_process, "--sysroot walk == in-process report")
     check(chain_in_order(functions(moved)), f"--sysroot names the chain: {functions(moved)}")
     p = dump("--json", "--snapshot", snap)
     gone = json.loads(p.stdout)
-    check(len(walk_pcs(gone)) < len(report_pcs) and not chain_in_order(functions(gone)),
+    check(len(walk_pcs(gone)) < len(in_process) and not chain_in_order(functions(gone)),
           "without --sysroot the moved objects are missing (the test proves --sysroot is used)")
     text = dump("--snapshot", snap)
     check("libsnapshot_crash_lib.so: cannot open" in text.stdout,
@@ -138,7 +110,7 @@ try:
             os.makedirs(d, exist_ok=True)
             shutil.copy2(root + m["path"], os.path.join(d, m["build_id"][2:] + ".debug"))
     p = dump("--json", "--snapshot", snap, "--debug-dir", debug)
-    check(p.returncode == 0 and walk_pcs(json.loads(p.stdout)) == report_pcs,
+    check(p.returncode == 0 and walk_pcs(json.loads(p.stdout)) == in_process,
           f"--debug-dir walk == in-process report ({p.stderr})")
 
     # 4. Another file at the library's path: refused by build-id.
@@ -169,9 +141,12 @@ try:
     p = try_bad(data[:len(data) - 16 - out["stack_bytes"] // 2], "truncated")
     check("snapshot_lib_fault" in p.stdout,
           f"a snapshot cut in its stack still gives the innermost frames: {p.stdout}")
+    # Another architecture's header over x86_64's 17 registers: its count is refused.
     other = bytearray(data)
     other[16:20] = (183).to_bytes(4, "little")  # EM_AARCH64
-    try_bad(bytes(other), "a snapshot of an aarch64 process")
+    try_bad(bytes(other), "the snapshot holds 17 registers, aarch64 has 33")
+    other[16:20] = (243).to_bytes(4, "little")  # EM_RISCV
+    try_bad(bytes(other), "a snapshot of ELF machine 243")
     version = bytearray(data)
     version[8:12] = (99).to_bytes(4, "little")
     try_bad(bytes(version), "format version 99")
@@ -187,10 +162,32 @@ try:
     check("not a regular file" in p.stdout, f"a FIFO at an object's path: {p.stdout}")
     p = dump("--snapshot", snap, "1234")
     check(p.returncode == 2, "a PID and --snapshot: usage error")
+
+    # 6. A crash inside the vDSO (its getcpu storing through a bad pointer): the vDSO's tables
+    # are in no file, so the snapshot carries its image, and its CFI takes the walk out of it.
+    vdso_report, vdso_snap = os.path.join(work, "vdso.txt"), os.path.join(work, "vdso.snapshot")
+    env["LD_LIBRARY_PATH"] = root + bin_dir + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+    p = subprocess.run([root + exe, vdso_report, vdso_snap, "vdso"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == -signal.SIGSEGV, f"the vDSO fixture died of SIGSEGV ({p.returncode})")
+    report = open(vdso_report).read()
+    # glibc names it linux-vdso.so.1 (the module map "[vdso]" where it has no name).
+    first = re.search(r"^#0 pc 0x[0-9a-f]+ .*\((\[vdso\]|linux-vdso\.so\.1)\+0x", report, re.M)
+    check(first is not None, f"the fault is inside the vDSO: {report}")
+    p = dump("--json", "--snapshot", vdso_snap)  # it ran from its place under the root
+    check(p.returncode == 0, f"vDSO snapshot: exit 0 ({p.stderr})")
+    out = json.loads(p.stdout)
+    vdso = [m for m in out["modules"] if first is not None and m["path"] == first.group(1)]
+    check(len(vdso) == 1 and vdso[0]["error"] == "", f"the vDSO's tables were read: {vdso}")
+    check(walk_pcs(out) == report_pcs(report),
+          f"vDSO walk == in-process report:\n  {list(map(hex, walk_pcs(out)))}\n"
+          f"  {list(map(hex, report_pcs(report)))}")
+    trust = out["threads"][0]["frame_trust"]
+    check(trust[1:2] == ["cfi"], f"out of the vDSO by its CFI: {trust}")
+    names = functions(out)
+    check("snapshot_vdso" in names and "main" in names[names.index("snapshot_vdso"):],
+          f"the vDSO's callers named: {names}")
 finally:
     shutil.rmtree(work, ignore_errors=True)
 
-if failures:
-    print(f"{len(failures)} checks failed")
-    sys.exit(1)
-print("snapshot_dump_test: all checks passed")
+finish("snapshot_dump_test")

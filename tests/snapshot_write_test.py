@@ -4,7 +4,8 @@ SIGSEGV (under qemu-user for aarch64 and arm32) and its snapshot is parsed here,
 the C++ reader, against docs/snapshot-format.md: the header names the process's architecture, the
 sections are whole and end with the end section, the registers' PC is the report's frame #0 and
 their SP the stack's first address, and the fixture and its library are listed with the build-ids
-and load biases the report gives. (Unwinding it: snapshot_dump_test.py, x86_64.)
+and load biases the report gives, the vDSO followed by its image. (Unwinding it:
+snapshot_dump_test.py, and snapshot_crossarch_test.py for aarch64 and arm32.)
 
 usage: snapshot_write_test.py SNAPSHOT_CRASH [EMULATOR ARGS...]
 """
@@ -50,6 +51,7 @@ try:
     check(word == word_size, f"{name}: word size {word}")
     at, sections, ended = 24, [], False
     regs, mask, stack_at, stack_size, listed = None, 0, None, 0, {}
+    last_module, vdso_modules, images = None, 0, 0
     while at + 16 <= len(data):
         kind, reserved, size = struct.unpack_from("<IIQ", data, at)
         payload = data[at + 16:at + 16 + size]
@@ -70,9 +72,21 @@ try:
             build_id = payload[40 + 16 * nexec:40 + 16 * nexec + nid].hex()
             path = payload[40 + 16 * nexec + nid:].decode()
             listed[path] = (build_id or "none", bias, nexec)
+            last_module = (lo, hi, flags)
+            if flags & 2:
+                vdso_modules += 1
+        elif kind == 5:
+            # The vDSO's image, right after its module: its extent's bytes from its start.
+            (image_at,) = struct.unpack_from("<Q", payload)
+            check(sections[-2:] == [4, 5] and last_module is not None and last_module[2] & 2 and
+                  image_at == last_module[0] and 0 < size - 8 <= last_module[1] - last_module[0],
+                  f"an image follows the vDSO's module, at its start: {image_at:#x} {last_module}")
+            check(payload[8:12] == b"\x7fELF", "the vDSO's image is its ELF image")
+            images += 1
     check(ended and at == len(data), f"ends with the end section at the file's end ({at}/{len(data)})")
     check(sections[:3] == [1, 2, 4] and sections[-2:] == [3, 0],
           f"process, registers, modules, stack, end: {sections}")
+    check(images == vdso_modules, f"the vDSO's image with its module ({images} of {vdso_modules})")
     check(regs is not None and len(regs) == nregs, f"{name}: {nregs} registers")
     if regs is not None and len(regs) == nregs and frames:
         pc = regs[pc_reg] & ~1 if machine == 40 else regs[pc_reg]  # Thumb bit

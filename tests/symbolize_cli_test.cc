@@ -345,14 +345,14 @@ std::string Dir(const std::string& name) {
   return dir;
 }
 
-// Files that are not objects: missing, a directory, not ELF, cut short, empty, of the other
-// class. binutils addr2line exits 1 printing nothing on stdout; so does --addr2line, naming the
+// Files that are not objects: missing, a directory, not ELF, cut short, empty, of neither ELF
+// class (both are read: a 32-bit target's objects on a 64-bit host). binutils addr2line exits 1 printing nothing on stdout; so does --addr2line, naming the
 // file and the reason on stderr.
 TEST(SymbolizeCli, UnreadableFilesAreNamedWithTheReasonAndFail) {
   const std::string dir = Dir("unreadable");
   ASSERT_EQ(std::system(("head -c 100 " + kFixture + " > " + dir + "short && head -c 3000 " +
                          kFixture + " > " + dir + "cut && : > " + dir + "empty && echo hello > " +
-                         dir + "text && printf '\\177ELF\\001' > " + dir + "class32 && "
+                         dir + "text && printf '\\177ELF\\003' > " + dir + "class3 && "
                          "mkdir " + dir + "directory").c_str()),
             0);
   struct Case {
@@ -361,7 +361,7 @@ TEST(SymbolizeCli, UnreadableFilesAreNamedWithTheReasonAndFail) {
       {dir + "missing", "No such file or directory"}, {dir + "directory", "is a directory"},
       {dir + "text", "not an ELF file"},              {dir + "short", "truncated"},
       {dir + "cut", "truncated"},                     {dir + "empty", "empty file"},
-      {dir + "class32", "32-bit ELF file"},
+      {dir + "class3", "an ELF file of neither class"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);

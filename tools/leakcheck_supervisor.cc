@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,13 +14,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <algorithm>
 #include <set>
 #include <string>
 
 #include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_encode.h"
 #include "leakcheck/dump/dump_format.h"
 #include "leakcheck/dump/dump_report.h"
+#include "leakcheck/dump/record_read.h"
+#include "leakcheck/record_format.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -94,6 +101,8 @@ class DumpRenderer {
            std::memcmp(pending_.data(), dump::kMagic,
                        std::min(pending_.size(), sizeof(dump::kMagic))) == 0;
   }
+  // A dump the launcher made itself (from the record region): rendered, and kept with --dump.
+  void RenderMade(const dump::DumpContents& d) { Render(d, dump::EncodeDump(d)); }
   bool program_reported_at_exit() const { return program_reported_at_exit_; }
   bool program_leaked() const { return program_leaked_; }
 
@@ -120,7 +129,8 @@ class DumpRenderer {
 
   // The first write to a file starts it, later ones append (the program's own rule, per process).
   void Deliver(const std::string& path, const std::string& bytes, const char* what) {
-    const bool first = started_.insert(path).second;
+    // The program's own reports (naming in the program) start the file; the launcher's follow.
+    const bool first = started_.insert(path).second && !WrittenSinceLaunch(path);
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND),
                         0644);
     if (fd < 0) {
@@ -133,10 +143,17 @@ class DumpRenderer {
     close(fd);
   }
 
+  static timespec LaunchTime() {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+  }
+
   void Render(const dump::DumpContents& d, const std::string& raw) {
     if (!settings_.dump.empty() && !raw.empty()) {
       Deliver(WithPid(settings_.dump, d.process.pid), raw, "the dump");
     }
+    if (!settings_.render) return;
     uint64_t leaked = 0;
     const std::string text = dump::RenderDumpReport(d, {}, {}, &leaked);
     if (settings_.output.empty()) {
@@ -150,8 +167,16 @@ class DumpRenderer {
     }
   }
 
+  bool WrittenSinceLaunch(const std::string& path) const {
+    struct stat st;
+    if (settings_.name_in_launcher || stat(path.c_str(), &st) != 0) return false;
+    return st.st_mtim.tv_sec > launched_.tv_sec ||
+           (st.st_mtim.tv_sec == launched_.tv_sec && st.st_mtim.tv_nsec >= launched_.tv_nsec);
+  }
+
   const SupervisorSettings& settings_;
   const pid_t program_;
+  timespec launched_ = LaunchTime();
   std::string pending_;
   std::set<std::string> started_;
   bool program_reported_at_exit_ = false;
@@ -172,14 +197,60 @@ class DumpRenderer {
   _exit(128 + signo);  // a signal whose default is to be ignored or to stop
 }
 
+// "SIGKILL" for 9, as the report names how the program ended.
+std::string SignalName(int signo) {
+  const char* abbrev = sigabbrev_np(signo);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+// After the program died of `signo` without its report: what its record region held at its death,
+// reported (unclassified: no memory is left to scan) and said so on stderr. False if there was no
+// record to read.
+bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSettings& settings,
+                  DumpRenderer* renderer) {
+  struct stat st;
+  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return false;
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* region = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, record_fd, 0);
+  if (region == MAP_FAILED) {
+    std::fprintf(stderr, "stackwalk-leakcheck: cannot read the program's record: %s\n",
+                 std::strerror(errno));
+    return false;
+  }
+  dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
+                                                 "killed by " + SignalName(signo));
+  munmap(region, size);
+  // The record holds the sampled blocks only: the report gives their estimates and says so.
+  reading.dump.sample_bytes = settings.sample_bytes;
+  dump::DumpRendering& rendering = reading.dump.rendering;
+  rendering.json = settings.json;
+  rendering.show_reachable = settings.show_reachable;
+  rendering.libraries = settings.libraries;
+  rendering.ignore_libraries = settings.ignore_libraries;
+  rendering.suppressions = settings.suppressions;
+  if (!reading.begun || reading.dump.process.pid != program || reading.exit_reported) return false;
+  std::fprintf(stderr,
+               "stackwalk-leakcheck: the report below is the program's record at its death: "
+               "every block it held, unclassified (no memory was left to scan)\n");
+  for (const std::string& problem : reading.problems) {
+    std::fprintf(stderr, "stackwalk-leakcheck: the record is incomplete: %s\n", problem.c_str());
+  }
+  renderer->RenderMade(reading.dump);
+  return true;
+}
+
 }  // namespace
 
 int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
-  int dump_pipe[2];
-  if (pipe2(dump_pipe, O_CLOEXEC) != 0 || pipe2(g_child_ended_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+  int dump_pipe[2] = {-1, -1};
+  if ((settings.name_in_launcher && pipe2(dump_pipe, O_CLOEXEC) != 0) ||
+      pipe2(g_child_ended_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot make a pipe: %s\n", std::strerror(errno));
     return 2;
   }
+  // The record region (record_format.h): the program's tables, readable after its death. Without
+  // one (no memfd), the program runs as before and a death by signal leaves no report.
+  const int record_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
   // The signals wait, blocked, until the child's pid is known and the handlers are in place.
   sigset_t handled, before;
   sigemptyset(&handled);
@@ -189,6 +260,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   sigprocmask(SIG_BLOCK, &handled, &before);
 
   std::fflush(nullptr);
+  const pid_t launcher = getpid();
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot fork: %s\n", std::strerror(errno));
@@ -196,9 +268,18 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   }
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &before, nullptr);
-    // The pipe at a high descriptor that survives this exec; the preload closes it on the next.
-    if (dup2(dump_pipe[1], kDumpDescriptor) < 0) _exit(127);
-    setenv(kDumpDescriptorVariable, std::to_string(kDumpDescriptor).c_str(), 1);
+    if (settings.name_in_launcher) {
+      // The pipe at a high descriptor that survives this exec; the preload closes it on the next.
+      if (dup2(dump_pipe[1], kDumpDescriptor) < 0) _exit(127);
+      setenv(kDumpDescriptorVariable, std::to_string(kDumpDescriptor).c_str(), 1);
+    } else {
+      // The program is what the user ran: killing the launcher kills it, as when it was exec'd.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(127);
+    }
+    if (record_fd >= 0 && dup2(record_fd, record::kDescriptor) == record::kDescriptor) {
+      setenv(record::kDescriptorVariable, std::to_string(record::kDescriptor).c_str(), 1);
+    }
     // The checker checks this process (it keeps its pid through the program's own execs).
     setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
     execvp(argv[0], argv);
@@ -206,7 +287,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
                  std::strerror(errno));
     _exit(127);
   }
-  close(dump_pipe[1]);
+  if (dump_pipe[1] >= 0) close(dump_pipe[1]);
   g_child = child;
   struct sigaction forward = {};
   forward.sa_sigaction = Forward;
@@ -223,7 +304,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   DumpRenderer renderer(settings, child);
   char buf[1 << 16];
   int status = 0;
-  bool pipe_open = true, reaped = false;
+  bool pipe_open = settings.name_in_launcher, reaped = false;
   while (!reaped) {
     pollfd fds[2] = {{g_child_ended_pipe[0], POLLIN, 0}, {dump_pipe[0], POLLIN, 0}};
     if (poll(fds, pipe_open ? 2 : 1, -1) < 0 && errno != EINTR) break;
@@ -261,11 +342,12 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   if (WIFSIGNALED(status)) {
     const int signo = WTERMSIG(status);
     if (!renderer.program_reported_at_exit()) {
-      std::fprintf(stderr,
-                   "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; no report "
-                   "could be written at its end\n",
+      const bool recorded = ReportRecord(record_fd, signo, child, settings, &renderer);
+      std::fprintf(stderr, "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; %s\n",
                    argv[0], static_cast<int>(child), signo, strsignal(signo),
-                   WCOREDUMP(status) ? ", core dumped" : "");
+                   WCOREDUMP(status) ? ", core dumped" : "",
+                   recorded ? "its record at its death is reported (unclassified)"
+                            : "no report could be written at its end");
     }
     DieLike(signo);
   }

@@ -1,11 +1,14 @@
-// The launcher as the program's parent (--name-in=launcher, issue 18): it forks, the child execs
-// the program with the preload writing its reports as leak dumps (leakcheck/dump/) to a pipe the
-// launcher handed over, and the launcher names and renders each dump as it arrives, forwards the
-// signals a user sends it, and ends as the program ended. The program then carries no
-// symbolizer: naming is the launcher's, after the fact, out of the program's time and memory.
+// The launcher as the program's parent, in either naming mode (issues 18, 17): it forks, the child
+// execs the program with the preload; the launcher forwards the signals a user sends it and ends
+// as the program ended. Naming in the launcher (--name-in=launcher), the program writes its
+// reports as leak dumps (leakcheck/dump/) to a pipe the launcher handed over, and the launcher
+// names and renders each as it arrives: the program carries no symbolizer. Either way the
+// program's tables live in a record region the launcher handed over too
+// (leakcheck/record_region.h), which it reports if the program dies of a signal, SIGKILL included.
 #ifndef STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 #define STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 
+#include <cstdint>
 #include <string>
 
 namespace stackwalk::leakcheck {
@@ -16,14 +19,29 @@ namespace stackwalk::leakcheck {
 constexpr char kDumpDescriptorVariable[] = "STACKWALK_LEAKCHECK_DUMP_FD";
 
 struct SupervisorSettings {
+  // True (--name-in=launcher): the program writes its reports as dumps to the launcher's pipe and
+  // the launcher names them. False (the default): the program names and writes its own reports
+  // (and applies --exitcode); the launcher only waits, forwards signals, passes the status
+  // through and, after a death by signal, reports the program's record region.
+  bool name_in_launcher = true;
+  // Without naming in the launcher: whether the record's report is rendered (--program-report=0
+  // asks for the dump alone).
+  bool render = true;
   std::string output;    // --output ("%p": the reporting process's pid); stderr when empty
   std::string dump;      // --dump: the raw dumps kept there too ("%p" likewise); none when empty
   int exitcode = 0;      // --exitcode: the status when the program's at-exit report has leaks
   int report_signal = 0; // forwarded like the others, whichever it is
+  uint64_t sample_bytes = 0;  // --sample-bytes: the record's blocks are a sample, its figures estimates
+  // How the record's report is rendered (the program's dumps carry their own).
+  bool json = false;
+  bool show_reachable = false;
+  std::string libraries, ignore_libraries, suppressions;
 };
 
 // Runs argv[0] (found on PATH) with the environment as it is (LD_PRELOAD and the options already
-// set; the options must ask for the dump to /proc/self/fd/<kDumpDescriptor> and no naming), and
+// set; naming in the launcher, the options must ask for the dump to /proc/self/fd/<kDumpDescriptor>
+// and no naming), the program's tables in a record region the launcher reads if it dies of a
+// signal without its report at exit (leakcheck/record_region.h), and
 // returns the exit status for the launcher; a program killed by a signal makes the launcher kill
 // itself with the same signal (its own core dump disabled) and this does not return.
 int SuperviseProgram(char** argv, const SupervisorSettings& settings);

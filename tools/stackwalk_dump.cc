@@ -11,8 +11,10 @@
 // crashing thread's registers, over the stack bytes it holds (a read anywhere else fails), with
 // the objects it lists, each file found at DIR + its path under --sysroot (else at its path),
 // or by build-id under --debug-dir (DIR/.build-id/xx/rest[.debug]); a file whose build-id is not
-// the snapshot's is not used. Exit status 1, after the best partial answer, when the snapshot is
-// cut short, corrupt, or of an architecture this build cannot unwind.
+// the snapshot's is not used. A snapshot of any of x86_64, aarch64 and arm32 unwinds on any
+// host (an aarch64 crash on an x86_64 workstation: --sysroot /usr/aarch64-linux-gnu finds its
+// libc). Exit status 1, after the best partial answer, when the snapshot is cut short, corrupt,
+// or of another architecture.
 //
 // The process's maps and object files are read first, while it runs; then each thread in turn is
 // stopped (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal reaches the program), its registers and
@@ -248,14 +250,6 @@ const char* SignalAbbrev(int sig) {
   }
 }
 
-#if defined(__x86_64__)
-constexpr uint32_t kHostMachine = 62;   // EM_X86_64
-#elif defined(__aarch64__)
-constexpr uint32_t kHostMachine = 183;  // EM_AARCH64
-#else
-constexpr uint32_t kHostMachine = 0;    // no remote walks on 32-bit hosts yet
-#endif
-
 // stackwalk-dump --snapshot FILE: 0, or 1 after the best partial answer.
 int RunSnapshot(const Options& o) {
   std::string bytes;
@@ -285,28 +279,18 @@ int RunSnapshot(const Options& o) {
       ReadSnapshot(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   std::vector<std::string> problems;
   if (!snap.error.empty()) problems.push_back(snap.error);
+  // The objects' files are read as the snapshot's architecture, whatever this host's.
   std::unique_ptr<TargetModules> modules =
-      TargetModules::FromSnapshot(snap.modules, o.sysroot, o.debug_dir);
+      TargetModules::FromSnapshot(snap.modules, snap.machine, o.sysroot, o.debug_dir);
   ThreadDump d;
   d.thread.tid = snap.tid;
   d.thread.name = snap.thread_name;
-  const bool same_arch = snap.machine == kHostMachine && snap.word_size == sizeof(void*);
-  if (snap.version != 0 && !same_arch) {
-    d.error = absl::StrCat("a snapshot of an ", MachineName(snap.machine),
-                           " process: this stackwalk-dump unwinds ", MachineName(kHostMachine),
-                           " snapshots only (so far)");
-  } else if (!snap.has_registers || !snap.has_stack) {
+  if (!snap.has_registers || !snap.has_stack) {
     d.error = snap.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
-  } else if (snap.registers.size() != static_cast<size_t>(NativeArch::kNumRegs)) {
-    d.error = absl::StrCat("the snapshot holds ", snap.registers.size(), " registers, ",
-                           MachineName(kHostMachine), " has ", NativeArch::kNumRegs);
   } else {
-    NativeRegs regs;
-    for (int i = 0; i < NativeArch::kNumRegs; ++i) {
-      if ((snap.register_mask >> i) & 1) regs.Set(i, snap.registers[i]);
-    }
     SnapshotMemory memory(snap.stack_address, snap.stack);
-    d.walk = WalkTarget(regs, memory, *modules, o.max_frames);
+    WalkSnapshotThread(snap.machine, snap.word_size, snap.registers, snap.register_mask, memory,
+                       *modules, o.max_frames, &d.walk, &d.error);
   }
   if (!d.error.empty()) problems.push_back(d.error);
   std::unique_ptr<Symbolizer> symbolizer;

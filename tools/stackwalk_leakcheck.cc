@@ -85,9 +85,10 @@ void PrintHelp(FILE* out) {
     std::fprintf(out, "%s\n", line.c_str());
   }
   std::fprintf(out, "  %-28s %s\n", "--name-in=launcher|program",
-               "where the report is named: in the program at its end (default), or in this "
-               "launcher, which runs the program as its child, gets its reports as dumps and names "
-               "them after the program ended");
+               "where the report is named: in this launcher (default), which gets the program's "
+               "reports as dumps and names them after the program ended, or in the program at its "
+               "end; either way the program runs as this launcher's child, which reports its "
+               "record if it is killed by a signal");
   std::fprintf(out,
                "  %-28s %s\n  %-28s %s\n\n"
                "Exit status: PROGRAM's (or --exitcode's); 2 for a bad command line; 126 for\n"
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
   // With --name-in=launcher the program gets neither where its report goes nor --exitcode: the
   // launcher renders its dumps and decides.
   std::string program_options;
-  bool name_in_launcher = false;
+  bool name_in_launcher = true;
   bool name_in_given = false;
   stackwalk::leakcheck::Options checked;
   for (;;) {
@@ -248,28 +249,42 @@ int main(int argc, char** argv) {
   std::string preloads = library;
   if (preload != nullptr && *preload != '\0') preloads += std::string(":") + preload;
   setenv("LD_PRELOAD", preloads.c_str(), 1);
-#ifdef STACKWALK_NAME_IN_LAUNCHER
   if (name_in_launcher) {
+#ifdef STACKWALK_NAME_IN_LAUNCHER
     // The program writes its dumps to the pipe the launcher hands it, and names nothing.
     program_options += ":" + TextFormItem("dump", ("/proc/self/fd/" + std::to_string(
                                                         stackwalk::leakcheck::kDumpDescriptor)).c_str());
     program_options += ":" + TextFormItem("program_report", "0");
-    setenv("STACKWALK_LEAKCHECK", program_options.c_str() + 1, 1);
-    stackwalk::leakcheck::SupervisorSettings settings;
-    settings.output = checked.output;
-    settings.dump = checked.dump;
-    settings.exitcode = checked.exitcode;
-    settings.report_signal = checked.report_signal;
-    return stackwalk::leakcheck::SuperviseProgram(argv + i, settings);
-  }
 #else
-  if (name_in_launcher) return Usage("--name-in=launcher: this build has no symbolizer");
+    return Usage("--name-in=launcher: this build has no symbolizer");
 #endif
-  if (!options.empty()) setenv("STACKWALK_LEAKCHECK", options.c_str() + 1, 1);
-  // The program keeps this process id: the checker checks it, not the programs it starts.
+  }
+  const std::string& program_env = name_in_launcher ? program_options : options;
+  if (!program_env.empty()) setenv("STACKWALK_LEAKCHECK", program_env.c_str() + 1, 1);
+#ifdef STACKWALK_NAME_IN_LAUNCHER
+  // The launcher stays the program's parent: it names the program's dumps (--name-in=launcher),
+  // or the program names its own reports and applies --exitcode; either way it reports the
+  // program's record region should it die of a signal (SIGKILL included), and ends as it ended.
+  stackwalk::leakcheck::SupervisorSettings settings;
+  settings.name_in_launcher = name_in_launcher;
+  settings.render = name_in_launcher || checked.program_report;
+  settings.output = checked.output;
+  settings.dump = checked.dump;
+  settings.exitcode = name_in_launcher ? checked.exitcode : 0;
+  settings.report_signal = checked.report_signal;
+  settings.sample_bytes = checked.sample_bytes;
+  settings.json = checked.json;
+  settings.show_reachable = checked.show_reachable;
+  settings.libraries = checked.libraries;
+  settings.ignore_libraries = checked.ignore_libraries;
+  settings.suppressions = checked.suppressions;
+  return stackwalk::leakcheck::SuperviseProgram(argv + i, settings);
+#else
+  // No dump library to read a record with: the program keeps this process id (the checker
+  // checks it, not the programs it starts), and a death by signal leaves no report.
   setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
-
   execvp(argv[i], argv + i);
   std::fprintf(stderr, "stackwalk-leakcheck: cannot run %s: %s\n", argv[i], std::strerror(errno));
   return 127;
+#endif
 }

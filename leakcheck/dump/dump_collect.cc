@@ -1,7 +1,5 @@
 #include "leakcheck/dump/dump_collect.h"
 
-#include <elf.h>
-
 #include <algorithm>
 #include <ctime>
 
@@ -15,18 +13,6 @@
 namespace stackwalk::leakcheck::dump {
 namespace {
 
-uint16_t ThisMachine() {
-#if defined(__x86_64__)
-  return EM_X86_64;
-#elif defined(__aarch64__)
-  return EM_AARCH64;
-#elif defined(__arm__)
-  return EM_ARM;
-#else
-  return EM_NONE;
-#endif
-}
-
 uint64_t NowUnixNs() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
@@ -39,7 +25,7 @@ void CollectHeader(const LeakReport& report, bool scanned, DumpContents* out) {
   p.number = static_cast<uint32_t>(report.number);
   p.at_exit = report.at_exit;
   p.scanned = scanned;
-  p.machine = ThisMachine();
+  p.machine = NativeMachine();
   p.unix_time_ns = NowUnixNs();
   p.program = report.program;
   p.occasion = report.occasion;

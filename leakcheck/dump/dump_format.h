@@ -40,6 +40,19 @@ enum SectionId : uint32_t {
 // A frame's module index when its PC is in no known object: the offset is then the PC itself.
 constexpr uint32_t kUnknownModule = 0xFFFFFFFFu;
 
+// The ELF e_machine of the architecture this is built for (a dump's, a record region's machine).
+constexpr uint16_t NativeMachine() {
+#if defined(__x86_64__)
+  return 62;   // EM_X86_64
+#elif defined(__aarch64__)
+  return 183;  // EM_AARCH64
+#elif defined(__arm__)
+  return 40;   // EM_ARM
+#else
+  return 0;    // EM_NONE
+#endif
+}
+
 }  // namespace stackwalk::leakcheck::dump
 
 #endif  // STACKWALK_LEAKCHECK_DUMP_DUMP_FORMAT_H_

@@ -66,6 +66,15 @@ void* OwnMap(size_t bytes) {
   return address;
 }
 
+void* OwnMapShared(size_t bytes, int fd, uint64_t offset) {
+  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       static_cast<off_t>(offset));
+  if (address == MAP_FAILED) return nullptr;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(address);
+  Register(lo, lo + bytes);
+  return address;
+}
+
 void* OwnRemap(void* old_address, size_t old_bytes, size_t new_bytes) {
   void* address = mremap(old_address, old_bytes, new_bytes, MREMAP_MAYMOVE);
   if (address == MAP_FAILED) return nullptr;

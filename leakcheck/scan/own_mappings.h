@@ -13,6 +13,9 @@ namespace stackwalk::leakcheck {
 // mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS), registered (and named
 // "stackwalk-leakcheck" where the kernel allows). nullptr on failure.
 void* OwnMap(size_t bytes);
+// mmap(PROT_READ|PROT_WRITE, MAP_SHARED) of `bytes` of file `fd` from `offset`, registered like
+// OwnMap's (the record region, record_region.h). nullptr on failure.
+void* OwnMapShared(size_t bytes, int fd, uint64_t offset);
 // mremap of an own mapping, keeping it registered. nullptr on failure (the old one stays).
 void* OwnRemap(void* old_address, size_t old_bytes, size_t new_bytes);
 void OwnUnmap(void* address, size_t bytes);

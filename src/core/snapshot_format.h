@@ -31,6 +31,8 @@ enum SnapshotSection : uint32_t {
   kSnapshotRegisters = 2,  // SnapshotRegistersHeader, then `count` uint64_t values
   kSnapshotStack = 3,      // uint64_t the address of its first byte (the SP), then the bytes
   kSnapshotModule = 4,     // SnapshotModuleHeader, exec ranges, build-id, path (one per object)
+  kSnapshotImage = 5,      // uint64_t the address of its first byte, then the bytes: an object's
+                           // image as mapped, where no file holds it (the vDSO)
 };
 
 struct SnapshotSectionHeader {
@@ -76,6 +78,8 @@ inline constexpr uint32_t kSnapshotModuleVdso = 2;
 inline constexpr uint32_t kSnapshotMaxExecRanges = 16;
 inline constexpr uint32_t kSnapshotMaxBuildId = 64;
 inline constexpr uint32_t kSnapshotMaxPath = 4096;
+// The vDSO is two to four pages on every architecture; anything larger is not copied.
+inline constexpr uint64_t kSnapshotMaxImage = 64 * 1024;
 
 }  // namespace stackwalk::internal
 

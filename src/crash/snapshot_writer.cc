@@ -72,6 +72,25 @@ uint64_t ReadableStackBytes(uint64_t sp, uint64_t limit) {
   return end <= sp ? 0 : (end - sp < limit ? end - sp : limit);
 }
 
+// The vDSO's bytes: its unwind tables are in no file the reader could find. Whole or not at all
+// (its pages are always readable; a size beyond kSnapshotMaxImage is not a vDSO).
+void WriteImage(SnapshotSink& out, const AddressRange& extent) {
+  const uint64_t size = extent.hi - extent.lo;
+  if (size == 0 || size > kSnapshotMaxImage || extent.lo % kProbePage != 0 ||
+      ReadablePages(extent.lo, (size + kProbePage - 1) / kProbePage) * kProbePage < size) {
+    return;
+  }
+  out.Section(kSnapshotImage, 8 + size);
+  out.Bytes(&extent.lo, 8);
+  for (uint64_t done = 0; done < size;) {
+    const uint64_t n = size - done < sizeof(g_chunk) ? size - done : sizeof(g_chunk);
+    std::memcpy(g_chunk, reinterpret_cast<const void*>(static_cast<uintptr_t>(extent.lo + done)),
+                n);
+    out.Bytes(g_chunk, n);
+    done += n;
+  }
+}
+
 void WriteModule(SnapshotSink& out, const Module& m) {
   const char* path = m.path;
   if (m.is_main_executable && path[0] == '\0') {
@@ -98,6 +117,7 @@ void WriteModule(SnapshotSink& out, const Module& m) {
   }
   out.Bytes(m.build_id, m.build_id_size);
   out.Bytes(path, path_size);
+  if (m.is_vdso) WriteImage(out, m.extent);
 }
 
 }  // namespace

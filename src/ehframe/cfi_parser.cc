@@ -147,8 +147,9 @@ CfiError ParseFde(const EhFrameSection& section, uint64_t fde_addr, Fde* out) {
   if (!DecodePointer(r, fde.cie.fde_encoding, section.address_size, bases, &fde.pc_begin)) {
     return r.ok() ? CfiError::kBadEncoding : CfiError::kTruncated;
   }
-  // Link-time addresses (.debug_frame), or a copy's (another process's tables).
-  fde.pc_begin += section.load_bias;
+  // Link-time addresses (.debug_frame, a non-PIE object's), or a copy's (another process's
+  // tables).
+  fde.pc_begin = section.CodeAddress(fde.pc_begin, fde.cie.fde_encoding);
   uint64_t range;
   // The range is a plain size: same format, never relative.
   if (!DecodePointer(r, fde.cie.fde_encoding & 0x0f, section.address_size, bases, &range)) {

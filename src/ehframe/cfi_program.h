@@ -144,7 +144,7 @@ CfiError Run(const EhFrameSection& section, const Fde& fde, uint64_t begin, uint
         if (!DecodePointer(r, cie.fde_encoding, section.address_size, bases, &to)) {
           return CfiError::kBadEncoding;
         }
-        to += section.load_bias;
+        to = section.CodeAddress(to, cie.fde_encoding);
         if (to > pc) return CfiError::kOk;
         *loc = to;
         break;

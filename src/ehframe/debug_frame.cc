@@ -54,6 +54,7 @@ bool DebugFrameRegistry::Load(const char* path, uint64_t load_bias, uint64_t obj
   }
   table.section.debug_frame = true;
   table.section.load_bias = load_bias;
+  table.section.absolute_bias = load_bias;
   table.section.address_size = sizeof(void*);
   table.object_start = object_start;
 

@@ -83,7 +83,7 @@ uint64_t FindFde(const EhFrameSection& section, uint64_t pc) {
     e.Seek(table + mid * entry_size);
     uint64_t start;
     if (!DecodePointer(e, table_enc, section.address_size, bases, &start)) return 0;
-    if (start + section.load_bias <= pc) {
+    if (section.CodeAddress(start, table_enc) <= pc) {
       lo = mid + 1;
     } else {
       hi = mid;

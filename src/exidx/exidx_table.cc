@@ -81,7 +81,7 @@ ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* en
     if (!ReadWord32(section.table, at, &word) || (word & 0x80000000u) != 0) {
       return ExidxError::kBadEntry;
     }
-    if (Prel31(at, word) <= pc) {
+    if (Prel31(at, word) + section.load_bias <= pc) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -91,7 +91,7 @@ ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* en
   *entry = section.table.lo + (lo - 1) * 8;
   uint32_t word = 0;
   if (!ReadWord32(section.table, *entry, &word)) return ExidxError::kBadEntry;
-  *function_start = Prel31(*entry, word);
+  *function_start = Prel31(*entry, word) + section.load_bias;
   return ExidxError::kOk;
 }
 

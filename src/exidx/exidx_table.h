@@ -16,6 +16,10 @@ namespace stackwalk::internal {
 struct ExidxSection {
   AddressRange table;   // .ARM.exidx: 8-byte entries sorted by function start
   AddressRange bounds;  // the object's mapping; every extab read is checked against it
+  // Added to the function starts the index gives, so that they are the walked process's: 0 for
+  // this process's loaded index; another process's index read from a copy of its file here gives
+  // addresses in the copy, which this turns into the target's (as EhFrameSection::load_bias).
+  uint64_t load_bias = 0;
 };
 
 enum class ExidxError : uint8_t {
@@ -51,7 +55,7 @@ class EhabiOpcodes {
 };
 
 // The address of the index entry for `pc` (the last whose function starts at or below it), and
-// that function's start. Signal safety: async-signal-safe.
+// that function's start (both `pc` and the start in the walked process's addresses). Signal safety: async-signal-safe.
 ExidxError FindExidxEntry(const ExidxSection& section, uint64_t pc, uint64_t* entry,
                           uint64_t* function_start);
 

@@ -52,6 +52,7 @@ const char* SectionName(uint32_t type) {
     case kSnapshotRegisters: return "registers";
     case kSnapshotStack: return "stack";
     case kSnapshotModule: return "module";
+    case kSnapshotImage: return "image";
     default: return "unknown";
   }
 }
@@ -118,6 +119,20 @@ std::string ReadSection(uint32_t type, Cursor c, Snapshot* out) {
       m.is_main = (h.flags & kSnapshotModuleMain) != 0;
       m.is_vdso = (h.flags & kSnapshotModuleVdso) != 0;
       out->modules.push_back(std::move(m));
+      return "";
+    }
+    case kSnapshotImage: {
+      // Follows the module it copies (the one starting at its address).
+      uint64_t address;
+      if (!c.Take(&address, 8)) return "shorter than its address";
+      const size_t n = c.left();
+      if (n > kSnapshotMaxImage) return absl::StrCat(n, " bytes (at most ", kSnapshotMaxImage, ")");
+      SnapshotModule* m = out->modules.empty() ? nullptr : &out->modules.back();
+      if (m == nullptr || m->extent.lo != address || n > m->extent.hi - m->extent.lo) {
+        return "not the image of the module before it";
+      }
+      const unsigned char* at = c.Skip(n);
+      m->image.assign(at, at + n);
       return "";
     }
     default:

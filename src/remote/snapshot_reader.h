@@ -22,6 +22,7 @@ struct SnapshotModule {
   std::vector<AddressRange> exec;
   bool is_main = false;
   bool is_vdso = false;
+  std::vector<unsigned char> image;  // its bytes as mapped, where the snapshot has them (vDSO)
 };
 
 struct Snapshot {

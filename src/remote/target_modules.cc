@@ -2,7 +2,6 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,48 +74,98 @@ int OpenObject(pid_t pid, const AddressRange& range, const std::string& path, st
   return -1;
 }
 
-// Touches the table pages now, while the target runs, so that the first walk through an object
-// does not take its page faults while its thread is stopped.
-void Prefault(const AddressRange& range) {
-  volatile unsigned char sink = 0;
-  for (uint64_t at = range.lo; at < range.hi; at += 4096) {
-    sink = sink + *reinterpret_cast<const volatile unsigned char*>(static_cast<uintptr_t>(at));
+}  // namespace
+
+#if defined(__x86_64__)
+constexpr uint32_t kNativeMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kNativeMachine = EM_AARCH64;
+#else
+constexpr uint32_t kNativeMachine = 0;  // remote walks of live processes: 64-bit hosts so far
+#endif
+
+namespace {
+
+// The ELF types of one class: 64-bit objects (x86_64, aarch64) and 32-bit ones (arm32).
+struct Elf64Types {
+  using Ehdr = Elf64_Ehdr;
+  using Phdr = Elf64_Phdr;
+  using Shdr = Elf64_Shdr;
+  static constexpr int kClass = ELFCLASS64;
+  static constexpr int kAddressSize = 8;
+};
+struct Elf32Types {
+  using Ehdr = Elf32_Ehdr;
+  using Phdr = Elf32_Phdr;
+  using Shdr = Elf32_Shdr;
+  static constexpr int kClass = ELFCLASS32;
+  static constexpr int kAddressSize = 4;
+};
+
+// The file range of the section named `name`, read through the section headers; false if the
+// object has none (or its headers are not all in the file).
+template <class Elf>
+bool FindSection(ObjectBytes& file, const typename Elf::Ehdr& eh, const char* name,
+                 uint64_t* offset, uint64_t* size) {
+  using Shdr = typename Elf::Shdr;
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Shdr) || eh.e_shstrndx >= eh.e_shnum) {
+    return false;
   }
+  const unsigned char* table = file.Read(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Shdr));
+  if (table == nullptr) return false;
+  auto header = [table](uint32_t i) {
+    Shdr sh;
+    std::memcpy(&sh, table + uint64_t{i} * sizeof(Shdr), sizeof(sh));
+    return sh;
+  };
+  const Shdr names = header(eh.e_shstrndx);
+  const unsigned char* strings = file.Read(names.sh_offset, names.sh_size);
+  if (strings == nullptr) return false;
+  const size_t length = std::strlen(name);
+  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+    const Shdr sh = header(i);
+    if (sh.sh_type == SHT_NOBITS || sh.sh_name >= names.sh_size ||
+        names.sh_size - sh.sh_name <= length ||
+        std::memcmp(strings + sh.sh_name, name, length + 1) != 0) {
+      continue;
+    }
+    *offset = sh.sh_offset;
+    *size = sh.sh_size;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
 
-#if defined(__x86_64__)
-constexpr int kNativeMachine = EM_X86_64;
-#elif defined(__aarch64__)
-constexpr int kNativeMachine = EM_AARCH64;
-#else
-constexpr int kNativeMachine = -1;  // remote walks are for 64-bit targets so far
-#endif
-
-void TargetModules::Describe(const MappedFile& file, const std::vector<FileMapping>& mappings,
-                             TargetModule* module) {
-  Elf64_Ehdr eh;
-  if (file.size < sizeof(eh) || std::memcmp(file.bytes, ELFMAG, SELFMAG) != 0) {
+template <class Elf>
+void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping>& mappings,
+                                uint32_t machine, TargetModule* module) {
+  typename Elf::Ehdr eh;
+  const unsigned char* header = file.Read(0, sizeof(eh));
+  if (header == nullptr || std::memcmp(header, ELFMAG, SELFMAG) != 0) {
     module->error = "not an ELF file";
     return;
   }
-  std::memcpy(&eh, file.bytes, sizeof(eh));
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != kNativeMachine) {
-    module->error = "not an ELF object of this architecture";
+  std::memcpy(&eh, header, sizeof(eh));
+  if (eh.e_ident[EI_CLASS] != Elf::kClass || eh.e_machine != machine) {
+    module->error = "not an ELF object of the target's architecture";
     return;
   }
-  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > file.size ||
-      eh.e_phnum > (file.size - eh.e_phoff) / sizeof(Elf64_Phdr)) {
+  using Phdr = typename Elf::Phdr;
+  const unsigned char* program_headers =
+      eh.e_phentsize == sizeof(Phdr) ? file.Read(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Phdr))
+                                     : nullptr;
+  if (program_headers == nullptr) {
     module->error = "program headers outside the file";
     return;
   }
-  std::vector<Elf64_Phdr> phdrs(eh.e_phnum);
-  std::memcpy(phdrs.data(), file.bytes + eh.e_phoff, eh.e_phnum * sizeof(Elf64_Phdr));
+  std::vector<Phdr> phdrs(eh.e_phnum);
+  std::memcpy(phdrs.data(), program_headers, eh.e_phnum * sizeof(Phdr));
   // The target's load bias: the first mapping whose offset starts a PT_LOAD segment.
   bool have_bias = mappings.empty();
   for (const FileMapping& m : mappings) {
-    for (const Elf64_Phdr& ph : phdrs) {
+    for (const Phdr& ph : phdrs) {
       if (ph.p_type == PT_LOAD && (ph.p_offset & kPageMask) == m.offset) {
         module->load_bias = m.range.lo - (ph.p_vaddr & kPageMask);
         have_bias = true;
@@ -129,48 +178,83 @@ void TargetModules::Describe(const MappedFile& file, const std::vector<FileMappi
     module->error = "no PT_LOAD segment matches its mappings";
     return;
   }
-  for (const Elf64_Phdr& ph : phdrs) {
-    if (ph.p_type != PT_NOTE || ph.p_offset > file.size || ph.p_filesz > file.size - ph.p_offset) {
-      continue;
-    }
+  for (const Phdr& ph : phdrs) {
+    const unsigned char* note = ph.p_type == PT_NOTE ? file.Read(ph.p_offset, ph.p_filesz) : nullptr;
+    if (note == nullptr) continue;
     uint8_t id[32];
-    int n = FindGnuBuildId(file.bytes + ph.p_offset, ph.p_filesz, id, sizeof(id));
+    int n = FindGnuBuildId(note, ph.p_filesz, id, sizeof(id));
     if (n > 0) {
       module->build_id = Hex(id, n);
       break;
     }
   }
-  for (const Elf64_Phdr& hdr : phdrs) {
-    if (hdr.p_type != PT_GNU_EH_FRAME) continue;
-    // The PT_LOAD holding .eh_frame_hdr holds .eh_frame too, in practice (as the module map
-    // assumes for this process's objects); table reads are bounded by its bytes in the file.
-    for (const Elf64_Phdr& seg : phdrs) {
-      if (seg.p_type != PT_LOAD || hdr.p_vaddr < seg.p_vaddr ||
-          hdr.p_vaddr - seg.p_vaddr >= seg.p_filesz || seg.p_offset > file.size ||
-          seg.p_filesz > file.size - seg.p_offset) {
+  // The PT_LOAD holding a table's start, read here: table reads are bounded by its bytes.
+  auto segment_of = [&](uint64_t vaddr, AddressRange* local, uint64_t* local_vaddr) {
+    for (const Phdr& seg : phdrs) {
+      if (seg.p_type != PT_LOAD || vaddr < seg.p_vaddr || vaddr - seg.p_vaddr >= seg.p_filesz) {
         continue;
       }
-      const uint64_t local_lo = reinterpret_cast<uintptr_t>(file.bytes) + seg.p_offset;
-      const uint64_t local_hdr = local_lo + (hdr.p_vaddr - seg.p_vaddr);
-      module->eh_frame.hdr = local_hdr;
-      module->eh_frame.bounds = {local_lo, local_lo + seg.p_filesz};
-      module->eh_frame.address_size = 8;
+      const unsigned char* bytes = file.Read(seg.p_offset, seg.p_filesz);
+      if (bytes == nullptr) return false;
+      const uint64_t local_lo = reinterpret_cast<uintptr_t>(bytes);
+      *local = {local_lo, local_lo + seg.p_filesz};
+      *local_vaddr = local_lo + (vaddr - seg.p_vaddr);
+      return true;
+    }
+    return false;
+  };
+  for (const Phdr& hdr : phdrs) {
+    AddressRange bounds;
+    uint64_t local;
+    // .eh_frame of this process's class only: 4-byte pointers are decoded modulo 2^32, which
+    // the copy's addresses on a 64-bit host are not (arm32 code has .ARM.exidx instead).
+    if (hdr.p_type == PT_GNU_EH_FRAME && Elf::kAddressSize == sizeof(void*) &&
+        !module->has_eh_frame && segment_of(hdr.p_vaddr, &bounds, &local)) {
+      // The PT_LOAD holding .eh_frame_hdr holds .eh_frame too, in practice (as the module map
+      // assumes for this process's objects).
+      module->eh_frame.hdr = local;
+      module->eh_frame.bounds = bounds;
+      module->eh_frame.address_size = Elf::kAddressSize;
       module->eh_frame.in_vdso = module->is_vdso;
-      module->eh_frame.load_bias = module->load_bias + hdr.p_vaddr - local_hdr;
+      module->eh_frame.load_bias = module->load_bias + hdr.p_vaddr - local;
+      // A non-PIE object's absolute FDE addresses are link-time ones, not the copy's.
+      module->eh_frame.absolute_bias = module->load_bias;
       module->has_eh_frame = true;
-      Prefault(module->eh_frame.bounds);
-      break;
+    } else if (hdr.p_type == PT_ARM_EXIDX && machine == EM_ARM && !module->has_exidx &&
+               segment_of(hdr.p_vaddr, &bounds, &local) && hdr.p_filesz <= bounds.hi - local) {
+      // ARM EHABI §5: the index, and its .ARM.extab entries in the same segment.
+      module->exidx.table = {local, local + hdr.p_filesz};
+      module->exidx.bounds = bounds;
+      module->exidx.load_bias = module->load_bias + hdr.p_vaddr - local;
+      module->has_exidx = true;
     }
   }
-  // .debug_frame (code built without unwind tables but with -g): link-time addresses.
-  AddressRange debug_frame;
-  if (FindDebugFrameSection(file.bytes, file.size, &debug_frame)) {
+  // .debug_frame (code built without unwind tables but with -g): link-time addresses. Only in
+  // objects of this process's class (4-byte pointers are decoded modulo 2^32, see above).
+  uint64_t offset, size;
+  const unsigned char* debug_frame_bytes =
+      Elf::kAddressSize == sizeof(void*) &&
+              FindSection<Elf>(file, eh, ".debug_frame", &offset, &size) && size > 0
+          ? file.Read(offset, size)
+          : nullptr;
+  if (debug_frame_bytes != nullptr) {
+    const uint64_t lo = reinterpret_cast<uintptr_t>(debug_frame_bytes);
+    const AddressRange debug_frame{lo, lo + size};
     module->debug_frame.bounds = debug_frame;
     module->debug_frame.debug_frame = true;
-    module->debug_frame.address_size = 8;
+    module->debug_frame.address_size = Elf::kAddressSize;
     module->debug_frame.load_bias = module->load_bias;
+    module->debug_frame.absolute_bias = module->load_bias;
     module->debug_frame_index = IndexDebugFrame(module->debug_frame);
-    Prefault(debug_frame);
+  }
+}
+
+void TargetModules::Describe(ObjectBytes& file, const std::vector<FileMapping>& mappings,
+                             uint32_t machine, TargetModule* module) {
+  if (machine == EM_ARM) {
+    DescribeElf<Elf32Types>(file, mappings, machine, module);
+  } else {
+    DescribeElf<Elf64Types>(file, mappings, machine, module);
   }
 }
 
@@ -217,7 +301,7 @@ absl::StatusOr<std::unique_ptr<TargetModules>> TargetModules::Read(pid_t pid) {
     if (m.executable) module.exec.push_back(m.range);
     t.mappings_.back().push_back({m.range, parsed.offset});
   }
-  // Each object's file, mapped read-only here.
+  // Each object's tables, read here from its file (every read now, while the target runs).
   for (size_t i = 0; i < t.modules_.size(); ++i) {
     TargetModule& module = t.modules_[i];
     if (module.is_vdso) continue;  // LoadVdso(), once the target's memory can be read
@@ -226,27 +310,22 @@ absl::StatusOr<std::unique_ptr<TargetModules>> TargetModules::Read(pid_t pid) {
       module.error = absl::StrCat("cannot open ", module.path, ": ", std::strerror(errno));
       continue;
     }
-    struct stat st;
-    void* bytes = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-      bytes = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    }
-    close(fd);
-    if (bytes == MAP_FAILED) {
-      module.error = absl::StrCat("cannot map ", module.file);
+    struct stat st{};
+    fstat(fd, &st);
+    std::string why;
+    std::unique_ptr<ObjectBytes> file = ObjectBytes::Adopt(fd, &why);
+    if (file == nullptr) {
+      module.error = absl::StrCat("cannot read ", module.file, " (", why, ")");
       continue;
     }
-    auto file = std::make_unique<MappedFile>();
-    file->bytes = static_cast<const unsigned char*>(bytes);
-    file->size = static_cast<size_t>(st.st_size);
-    file->owned_mmap = true;
     // Named (for the symbolizer) by its own path where that is the very file mapped.
     struct stat named;
     if (module.file != module.path && stat(module.path.c_str(), &named) == 0 &&
         named.st_dev == st.st_dev && named.st_ino == st.st_ino) {
       module.file = module.path;
     }
-    Describe(*file, t.mappings_[i], &module);
+    Describe(*file, t.mappings_[i], kNativeMachine, &module);
+    file->CloseFile();
     t.files_.push_back(std::move(file));
   }
   return result;
@@ -258,48 +337,20 @@ void TargetModules::LoadVdso(RemoteMemory& memory) {
     if (!module.is_vdso || module.has_eh_frame) continue;
     const AddressRange range = mappings_[i].front().range;
     const uint64_t size = range.hi - range.lo;
-    auto file = std::make_unique<MappedFile>();
     if (size == 0 || size > kMaxVdsoSize) continue;
-    file->copy.resize(size);
-    if (!memory.Read(range.lo, file->copy.data(), size)) {
+    std::vector<unsigned char> copy(size);
+    if (!memory.Read(range.lo, copy.data(), size)) {
       module.error = "cannot read the vDSO";
       continue;
     }
-    file->bytes = file->copy.data();
-    file->size = file->copy.size();
-    Describe(*file, mappings_[i], &module);
+    std::unique_ptr<ObjectBytes> file = ObjectBytes::Copy(std::move(copy));
+    Describe(*file, mappings_[i], kNativeMachine, &module);
     files_.push_back(std::move(file));
   }
 }
 
-std::unique_ptr<TargetModules::MappedFile> TargetModules::MapFile(const std::string& path,
-                                                                  TargetModule* module) {
-  // O_NONBLOCK: a FIFO at a path a snapshot names must not block the open (only regular
-  // files are mapped below).
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    module->error = absl::StrCat("cannot open ", path, ": ", std::strerror(errno));
-    return nullptr;
-  }
-  struct stat st{};
-  void* bytes = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    bytes = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  }
-  close(fd);
-  if (bytes == MAP_FAILED) {
-    module->error = absl::StrCat("cannot map ", path, S_ISREG(st.st_mode) ? "" : " (not a regular file)");
-    return nullptr;
-  }
-  auto file = std::make_unique<MappedFile>();
-  file->bytes = static_cast<const unsigned char*>(bytes);
-  file->size = static_cast<size_t>(st.st_size);
-  file->owned_mmap = true;
-  return file;
-}
-
 std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
-    const std::vector<SnapshotModule>& listed, const std::string& sysroot,
+    const std::vector<SnapshotModule>& listed, uint32_t machine, const std::string& sysroot,
     const std::string& debug_dir) {
   auto result = std::unique_ptr<TargetModules>(new TargetModules());
   TargetModules& t = *result;
@@ -312,7 +363,14 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
     module.is_vdso = s.is_vdso;
     for (const AddressRange& r : s.exec) t.executable_.push_back(r);
     if (s.is_vdso) {
-      module.error = "the vDSO's tables are not in the snapshot";
+      // Its tables from the image the snapshot copied (as LoadVdso reads a live one's).
+      if (s.image.empty()) {
+        module.error = "the vDSO's tables are not in the snapshot";
+      } else {
+        std::unique_ptr<ObjectBytes> file = ObjectBytes::Copy(s.image);
+        Describe(*file, {}, machine, &module);
+        t.files_.push_back(std::move(file));
+      }
       t.modules_.push_back(std::move(module));
       continue;
     }
@@ -327,13 +385,14 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
     std::string why;
     for (const std::string& path : candidates) {
       TargetModule tried = module;
-      std::unique_ptr<MappedFile> file = MapFile(path, &tried);
+      std::string error;
+      std::unique_ptr<ObjectBytes> file = ObjectBytes::Open(path, &error);
       if (file == nullptr) {
-        if (why.empty()) why = tried.error;
+        if (why.empty()) why = error;
         continue;
       }
-      Describe(*file, {}, &tried);
-      t.files_.push_back(std::move(file));
+      Describe(*file, {}, machine, &tried);
+      file->CloseFile();
       if (tried.build_id != s.build_id) {
         if (why.empty()) {
           why = absl::StrCat(path, " has build-id ", tried.build_id.empty() ? "none" : tried.build_id,
@@ -347,12 +406,14 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
       }
       tried.file = path;
       module = std::move(tried);
+      t.files_.push_back(std::move(file));  // its tables' bytes
       why.clear();
       break;
     }
     if (module.file.empty()) {
       module.error = why.empty() ? "no file to look for (no path, no build-id)" : why;
       module.has_eh_frame = false;
+      module.has_exidx = false;
       module.debug_frame_index.clear();
     }
     t.modules_.push_back(std::move(module));
@@ -364,11 +425,7 @@ std::unique_ptr<TargetModules> TargetModules::FromSnapshot(
   return result;
 }
 
-TargetModules::~TargetModules() {
-  for (auto& file : files_) {
-    if (file->owned_mmap) munmap(const_cast<unsigned char*>(file->bytes), file->size);
-  }
-}
+TargetModules::~TargetModules() = default;
 
 const TargetModule* TargetModules::Find(uint64_t pc) const {
   auto it = std::upper_bound(modules_.begin(), modules_.end(), pc,
@@ -393,6 +450,13 @@ bool TargetModules::FindDebugFrame(uint64_t pc, EhFrameSection* out, uint64_t* f
   if (entry == nullptr) return false;
   *out = module->debug_frame;
   *fde = entry->fde;
+  return true;
+}
+
+bool TargetModules::FindExidx(uint64_t pc, ExidxSection* out) const {
+  const TargetModule* module = Find(pc);
+  if (module == nullptr || !module->has_exidx) return false;
+  *out = module->exidx;
   return true;
 }
 

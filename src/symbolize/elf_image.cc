@@ -3,7 +3,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +30,58 @@ const char* StringAt(const uint8_t* base, size_t size, uint64_t lo, uint64_t roo
   if (lo > size || room > size - lo || offset >= room) return nullptr;
   const char* s = reinterpret_cast<const char*>(base + lo + offset);
   return memchr(s, '\0', room - offset) != nullptr ? s : nullptr;
+}
+
+// The headers of either ELF class read into the 64-bit layouts, each field widened: one reader
+// for the objects of this process and of a 32-bit target's snapshot (stackwalk-dump --snapshot
+// of an arm32 crash on an x86_64 host).
+bool GetEhdr(const uint8_t* base, size_t size, bool elf32, Elf64_Ehdr* out) {
+  if (!elf32) return Get(base, size, 0, out);
+  Elf32_Ehdr h;
+  if (!Get(base, size, 0, &h)) return false;
+  std::memcpy(out->e_ident, h.e_ident, EI_NIDENT);
+  out->e_type = h.e_type;
+  out->e_machine = h.e_machine;
+  out->e_version = h.e_version;
+  out->e_entry = h.e_entry;
+  out->e_phoff = h.e_phoff;
+  out->e_shoff = h.e_shoff;
+  out->e_flags = h.e_flags;
+  out->e_ehsize = h.e_ehsize;
+  out->e_phentsize = h.e_phentsize;
+  out->e_phnum = h.e_phnum;
+  out->e_shentsize = h.e_shentsize;
+  out->e_shnum = h.e_shnum;
+  out->e_shstrndx = h.e_shstrndx;
+  return true;
+}
+
+bool GetShdr(const uint8_t* base, size_t size, bool elf32, uint64_t offset, Elf64_Shdr* out) {
+  if (!elf32) return Get(base, size, offset, out);
+  Elf32_Shdr h;
+  if (!Get(base, size, offset, &h)) return false;
+  *out = {h.sh_name, h.sh_type, h.sh_flags, h.sh_addr, h.sh_offset, h.sh_size, h.sh_link,
+          h.sh_info, h.sh_addralign, h.sh_entsize};
+  return true;
+}
+
+bool GetPhdr(const uint8_t* base, size_t size, bool elf32, uint64_t offset, Elf64_Phdr* out) {
+  if (!elf32) return Get(base, size, offset, out);
+  Elf32_Phdr h;
+  if (!Get(base, size, offset, &h)) return false;
+  *out = {h.p_type, h.p_flags, h.p_offset, h.p_vaddr, h.p_paddr, h.p_filesz, h.p_memsz,
+          h.p_align};
+  return true;
+}
+
+void GetSym(const uint8_t* at, bool elf32, Elf64_Sym* out) {
+  if (!elf32) {
+    std::memcpy(out, at, sizeof(*out));
+    return;
+  }
+  Elf32_Sym h;
+  std::memcpy(&h, at, sizeof(h));
+  *out = {h.st_name, h.st_info, h.st_other, h.st_shndx, h.st_value, h.st_size};
 }
 
 int BindingRank(unsigned char info) {
@@ -72,11 +123,7 @@ const char* ElfOpenErrorString(ElfOpenError error) {
     case ElfOpenError::kNotElf:
       return "not an ELF file";
     case ElfOpenError::kWrongClass:
-#if __SIZEOF_POINTER__ == 8
-      return "a 32-bit ELF file (this build reads 64-bit ones)";
-#else
-      return "a 64-bit ELF file (this build reads 32-bit ones)";
-#endif
+      return "an ELF file of neither class (32-bit, 64-bit)";
     case ElfOpenError::kTruncated:
       return "truncated ELF file (headers past its end)";
   }
@@ -153,6 +200,8 @@ void ElfImage::Close() {
   symtab_ = dynsym_ = Table();
   section_headers_ = 0;
   section_count_ = 0;
+  elf32_ = false;
+  machine_ = 0;
   build_id_size_ = 0;
   debuglink_ = nullptr;
   debuglink_crc_ = 0;
@@ -168,15 +217,16 @@ bool ElfImage::Index() {
   if (size_ < SELFMAG || std::memcmp(base_, ELFMAG, SELFMAG) != 0) {
     return Fail(ElfOpenError::kNotElf);
   }
-#if __SIZEOF_POINTER__ == 8
-  constexpr unsigned char kClass = ELFCLASS64;
-#else
-  constexpr unsigned char kClass = ELFCLASS32;
-#endif
   if (size_ <= EI_CLASS) return Fail(ElfOpenError::kTruncated);
-  if (base_[EI_CLASS] != kClass) return Fail(ElfOpenError::kWrongClass);
-  ElfW(Ehdr) eh;
-  if (!Get(base_, size_, 0, &eh)) return Fail(ElfOpenError::kTruncated);
+  if (base_[EI_CLASS] != ELFCLASS64 && base_[EI_CLASS] != ELFCLASS32) {
+    return Fail(ElfOpenError::kWrongClass);
+  }
+  elf32_ = base_[EI_CLASS] == ELFCLASS32;
+  shdr_size_ = elf32_ ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
+  sym_size_ = elf32_ ? sizeof(Elf32_Sym) : sizeof(Elf64_Sym);
+  Elf64_Ehdr eh;
+  if (!GetEhdr(base_, size_, elf32_, &eh)) return Fail(ElfOpenError::kTruncated);
+  machine_ = eh.e_machine;
   // The header tables must lie inside the file: a file cut short (an interrupted copy) is
   // refused rather than read as an object without symbols.
   auto fits = [this](uint64_t offset, uint64_t count, uint64_t entry) {
@@ -187,32 +237,33 @@ bool ElfImage::Index() {
     return Fail(ElfOpenError::kTruncated);
   }
   type_ = eh.e_type;
-  if (eh.e_shentsize != sizeof(ElfW(Shdr))) return eh.e_shnum == 0 || Fail(ElfOpenError::kNotElf);
+  if (eh.e_shentsize != shdr_size_) return eh.e_shnum == 0 || Fail(ElfOpenError::kNotElf);
   section_headers_ = eh.e_shoff;
   section_count_ = eh.e_shnum;
-  ElfW(Shdr) names;
-  if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(eh.e_shstrndx) * sizeof(names),
-           &names)) {
+  Elf64_Shdr names;
+  if (!GetShdr(base_, size_, elf32_, eh.e_shoff + uint64_t{eh.e_shstrndx} * shdr_size_, &names)) {
     return true;  // no section headers to speak of: an image without symbols
   }
   for (int i = 0; i < eh.e_shnum; ++i) {
-    ElfW(Shdr) sh;
-    if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(i) * sizeof(sh), &sh)) break;
+    Elf64_Shdr sh;
+    if (!GetShdr(base_, size_, elf32_, eh.e_shoff + static_cast<uint64_t>(i) * shdr_size_, &sh)) {
+      break;
+    }
     const char* name = StringAt(base_, size_, names.sh_offset, names.sh_size, sh.sh_name);
     if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size_ || sh.sh_size > size_ - sh.sh_offset) {
       continue;
     }
     if ((sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
-        sh.sh_entsize == sizeof(ElfW(Sym))) {
-      ElfW(Shdr) strings;
-      if (!Get(base_, size_, eh.e_shoff + static_cast<uint64_t>(sh.sh_link) * sizeof(strings),
-               &strings) ||
+        sh.sh_entsize == sym_size_) {
+      Elf64_Shdr strings;
+      if (!GetShdr(base_, size_, elf32_, eh.e_shoff + uint64_t{sh.sh_link} * shdr_size_,
+                   &strings) ||
           strings.sh_offset > size_ || strings.sh_size > size_ - strings.sh_offset) {
         continue;
       }
       Table& t = sh.sh_type == SHT_SYMTAB ? symtab_ : dynsym_;
       t.symbols = sh.sh_offset;
-      t.count = sh.sh_size / sizeof(ElfW(Sym));
+      t.count = sh.sh_size / sym_size_;
       t.strings = strings.sh_offset;
       t.strings_size = strings.sh_size;
     } else if (sh.sh_type == SHT_NOTE && build_id_size_ == 0) {
@@ -248,17 +299,15 @@ bool ElfImage::Index() {
 
 bool ElfImage::DecodeCandidate(const Table& t, uint64_t i, uint32_t* file, Candidate* c,
                                uint32_t* name) const {
-  ElfW(Sym) sym;
-  std::memcpy(&sym, base_ + t.symbols + i * sizeof(sym), sizeof(sym));
+  Elf64_Sym sym;
+  GetSym(base_ + t.symbols + i * sym_size_, elf32_, &sym);
   const int type = ELF64_ST_TYPE(sym.st_info);
   if (type == STT_FILE) {
     *file = sym.st_name;
     return false;
   }
-#if defined(__arm__)
-  // A Thumb function's value has bit 0 set; its code starts at the even address.
-  if (type == STT_FUNC) sym.st_value &= ~static_cast<ElfW(Addr)>(1);
-#endif
+  // An ARM Thumb function's value has bit 0 set; its code starts at the even address.
+  if (type == STT_FUNC && machine_ == EM_ARM) sym.st_value &= ~uint64_t{1};
   if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
       sym.st_shndx == SHN_UNDEF || sym.st_name == 0) {
     return false;
@@ -338,27 +387,27 @@ bool ElfImage::LookupIn(const Table& t, uint64_t addr, SymbolHit* out) const {
 
 bool ElfImage::FdeRange(uint64_t addr, uint64_t* lo, uint64_t* hi) const {
   if (base_ == nullptr || eh_frame_hdr_size_ == 0 || eh_frame_size_ == 0) return false;
+  // 4-byte pointers are decoded modulo 2^32, which only this process's own addresses may be.
+  if ((elf32_ ? 4 : 8) != sizeof(void*)) return false;
   // The tables are read where the file is mapped: their pc-relative and data-relative
   // pointers hold if both sections sit at the same distance from their link-time addresses
-  // (one segment), and the mapping's addresses are those plus `bias`.
+  // (one segment), and load_bias takes them from the mapping back to link-time addresses, which
+  // absolute ones (a non-PIE object's FDEs) already are.
   if (eh_frame_hdr_addr_ - eh_frame_hdr_offset_ != eh_frame_addr_ - eh_frame_offset_) return false;
   const uint64_t mem = reinterpret_cast<uintptr_t>(base_);
-  const uint64_t bias = mem + eh_frame_hdr_offset_ - eh_frame_hdr_addr_;
   EhFrameSection section;
   section.hdr = mem + eh_frame_hdr_offset_;
   section.bounds = {mem, mem + size_};
-  section.address_size = static_cast<int>(sizeof(void*));
-  const uint64_t pc = addr + bias;
-  const uint64_t fde_at = FindFde(section, pc);
+  section.address_size = elf32_ ? 4 : 8;
+  section.load_bias = eh_frame_hdr_addr_ - (mem + eh_frame_hdr_offset_);
+  const uint64_t fde_at = FindFde(section, addr);
   Fde fde;
-  if (fde_at == 0 || ParseFde(section, fde_at, &fde) != CfiError::kOk || pc < fde.pc_begin ||
-      pc >= fde.pc_end) {
+  if (fde_at == 0 || ParseFde(section, fde_at, &fde) != CfiError::kOk || addr < fde.pc_begin ||
+      addr >= fde.pc_end) {
     return false;
   }
-  // Hostile ranges can wrap around in one space and not in the other.
-  if (fde.pc_begin - bias > addr || fde.pc_end - bias <= addr) return false;
-  *lo = fde.pc_begin - bias;
-  *hi = fde.pc_end - bias;
+  *lo = fde.pc_begin;
+  *hi = fde.pc_end;
   return true;
 }
 
@@ -390,11 +439,14 @@ void ElfImage::ForEachCandidate(void (*visit)(void* context, int table, const Ca
 
 bool ElfImage::FileOffsetToAddress(uint64_t offset, uint64_t* address) const {
   if (base_ == nullptr) return false;
-  ElfW(Ehdr) eh;
-  if (!Get(base_, size_, 0, &eh)) return false;
+  Elf64_Ehdr eh;
+  if (!GetEhdr(base_, size_, elf32_, &eh)) return false;
   for (int i = 0; i < eh.e_phnum; ++i) {
-    ElfW(Phdr) ph;
-    if (!Get(base_, size_, eh.e_phoff + static_cast<uint64_t>(i) * sizeof(ph), &ph)) return false;
+    Elf64_Phdr ph;
+    if (!GetPhdr(base_, size_, elf32_, eh.e_phoff + static_cast<uint64_t>(i) * eh.e_phentsize,
+                 &ph)) {
+      return false;
+    }
     if (ph.p_type == PT_LOAD && offset >= ph.p_offset && offset - ph.p_offset < ph.p_memsz) {
       *address = ph.p_vaddr + (offset - ph.p_offset);
       return true;
@@ -405,16 +457,16 @@ bool ElfImage::FileOffsetToAddress(uint64_t offset, uint64_t* address) const {
 
 bool ElfImage::FindSection(const char* name, uint64_t* addr, uint64_t* size) const {
   if (base_ == nullptr || section_count_ == 0) return false;
-  ElfW(Ehdr) eh;
-  ElfW(Shdr) names;
-  if (!Get(base_, size_, 0, &eh) ||
-      !Get(base_, size_, section_headers_ + static_cast<uint64_t>(eh.e_shstrndx) * sizeof(names),
-           &names)) {
+  Elf64_Ehdr eh;
+  Elf64_Shdr names;
+  if (!GetEhdr(base_, size_, elf32_, &eh) ||
+      !GetShdr(base_, size_, elf32_, section_headers_ + uint64_t{eh.e_shstrndx} * shdr_size_,
+               &names)) {
     return false;
   }
   for (uint32_t i = 0; i < section_count_; ++i) {
-    ElfW(Shdr) sh;
-    if (!Get(base_, size_, section_headers_ + static_cast<uint64_t>(i) * sizeof(sh), &sh)) break;
+    Elf64_Shdr sh;
+    if (!GetShdr(base_, size_, elf32_, section_headers_ + uint64_t{i} * shdr_size_, &sh)) break;
     const char* n = StringAt(base_, size_, names.sh_offset, names.sh_size, sh.sh_name);
     if (n != nullptr && std::strcmp(n, name) == 0) {
       *addr = sh.sh_addr;
@@ -427,8 +479,8 @@ bool ElfImage::FindSection(const char* name, uint64_t* addr, uint64_t* size) con
 
 bool ElfImage::SectionContains(uint32_t index, uint64_t addr) const {
   if (index == SHN_UNDEF || index >= section_count_) return false;
-  ElfW(Shdr) sh;
-  if (!Get(base_, size_, section_headers_ + static_cast<uint64_t>(index) * sizeof(sh), &sh)) {
+  Elf64_Shdr sh;
+  if (!GetShdr(base_, size_, elf32_, section_headers_ + uint64_t{index} * shdr_size_, &sh)) {
     return false;
   }
   return addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size;

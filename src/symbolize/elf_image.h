@@ -5,6 +5,8 @@
 #ifndef STACKWALK_SRC_SYMBOLIZE_ELF_IMAGE_H_
 #define STACKWALK_SRC_SYMBOLIZE_ELF_IMAGE_H_
 
+#include <elf.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -19,7 +21,7 @@ enum class ElfOpenError {
   kEmpty,          // zero bytes
   kCannotMap,      // mmap() failed: open_errno() says why
   kNotElf,         // no ELF magic
-  kWrongClass,     // ELF of the other word size than this process's
+  kWrongClass,     // EI_CLASS neither ELFCLASS32 nor ELFCLASS64
   kTruncated,      // ELF header, program or section headers past the end of the file
 };
 // A static description ("not an ELF file", "truncated ELF file", ...); for kCannotOpen and
@@ -153,6 +155,12 @@ class ElfImage {
   uint64_t eh_frame_offset_ = 0, eh_frame_size_ = 0, eh_frame_addr_ = 0;
   uint64_t section_headers_ = 0;  // file offset
   uint32_t section_count_ = 0;
+  // The image's class and machine: either class is read (a 32-bit target's objects on a 64-bit
+  // host), its headers widened to the 64-bit layouts.
+  bool elf32_ = false;
+  uint64_t shdr_size_ = sizeof(Elf64_Shdr);
+  uint64_t sym_size_ = sizeof(Elf64_Sym);
+  uint16_t machine_ = 0;
 };
 
 // CRC-32 as .gnu_debuglink uses it (IEEE 802.3, reflected). Signal safety: async-signal-safe.

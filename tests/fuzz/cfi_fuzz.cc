@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // As .eh_frame, then as .debug_frame: decode the FDE, run its program, apply the row.
   for (int debug_frame = 0; debug_frame < 2 && fde_offset < bytes.size(); ++debug_frame) {
     section.debug_frame = debug_frame == 1;
-    section.load_bias = debug_frame == 1 ? 0x1000 : 0;
+    section.load_bias = section.absolute_bias = debug_frame == 1 ? 0x1000 : 0;
     Fde fde;
     if (ParseFde(section, lo + fde_offset, &fde) == CfiError::kOk) {
       uint64_t pc = fde.pc_begin + pc_offset;

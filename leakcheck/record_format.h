@@ -1,0 +1,117 @@
+// The record region's layout (issue 17): the memory the launcher creates (a memfd), hands the
+// checked program, and reads after the program is gone, whatever ended it. The program's tables
+// (the live-allocation table's shard slots, the stack table's nodes and id chunks) and its module
+// list live in extents of it, each mapped at some address of the program's; a directory of
+// extents at its start says which extent is where (its offset in the region, its address in the
+// program, its length and what it holds), so the reader can follow the program's pointers into
+// the region. Same machine, same architecture: native byte order and pointer size.
+//
+// Written without locks by a program that may die at any instruction: an extent's slot is
+// published (kLive) only once its fields are written, and retired (kDead) before its memory goes;
+// the reader validates every field and every pointer against the region's bounds and never trusts
+// a count (record_read.h).
+#ifndef STACKWALK_LEAKCHECK_RECORD_FORMAT_H_
+#define STACKWALK_LEAKCHECK_RECORD_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stackwalk::leakcheck::record {
+
+constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
+constexpr uint32_t kVersion = 1;
+
+// The environment variable naming the region's descriptor in the checked program, and the
+// descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
+// pipe's 499).
+constexpr char kDescriptorVariable[] = "STACKWALK_LEAKCHECK_RECORD_FD";
+constexpr int kDescriptor = 498;
+
+enum ExtentState : uint64_t {
+  kFree = 0,     // never used
+  kBusy = 1,     // being written: not to be read
+  kLive = 2,     // its fields are valid and its memory is the program's table
+  kDead = 3,     // retired (its memory given back): not to be read; the slot may be reused
+};
+
+enum ExtentKind : uint32_t {
+  kAllocationSlots = 1,  // an AllocationTable shard's slots: Allocation[bytes / 32]
+  kStackNodes = 2,       // a StackTable arena chunk: StackNode records, reached from the ids
+  kStackIds = 3,         // a StackTable id chunk: StackNode* [kStackIdChunk]; index = chunk
+  kModules = 4,          // a ModuleList; index = its update's number (the highest live is current)
+  kThreads = 5,          // a ThreadRegistry chunk: ThreadEntry[kThreadChunk]; index = chunk
+};
+
+struct Extent {
+  uint64_t state;    // ExtentState, written with atomics
+  uint32_t kind;     // ExtentKind
+  uint32_t index;
+  uint64_t offset;   // in the region
+  uint64_t address;  // in the program
+  uint64_t bytes;
+};
+static_assert(sizeof(Extent) == 40, "the directory's row");
+
+constexpr uint32_t kExtentCapacity = 8192;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t extent_capacity;  // kExtentCapacity
+  uint64_t header_bytes;     // where the first extent may start (page-aligned)
+  int32_t pid;               // of the process that recorded
+  uint16_t machine;          // ELF e_machine
+  uint16_t pointer_bytes;    // sizeof(void*) of the program
+  uint64_t extent_high;      // rows at or above it were never used (atomic)
+  uint64_t lost_extents;     // mappings that found no free row (recorded privately: not readable)
+  uint64_t exit_reported;    // 1 once the process wrote its report at exit (nothing is left to say)
+  char program[256];         // the executable's path, NUL-terminated
+  Extent extents[kExtentCapacity];
+};
+
+constexpr uint64_t kHeaderBytes = (sizeof(Header) + 4095) & ~uint64_t{4095};
+
+// A stack as the StackTable keeps it (stack_table.h asserts its own matches).
+struct StackNode {
+  uint64_t hash;
+  uintptr_t next;
+  uint32_t id;
+  int32_t n;
+  uintptr_t pcs[];  // n entries, at most kMaxStackFrames
+};
+constexpr int kMaxStackFrames = 64;
+constexpr uint32_t kStackIdChunk = 4096;
+constexpr uint32_t kStackIdChunks = 4096;
+
+// A thread as the ThreadRegistry keeps it (thread_registry.cc asserts its own matches): serial
+// `chunk * kThreadChunk + i` is entry i of chunk `chunk`.
+struct ThreadEntry {
+  int32_t tid;          // 0: no thread
+  bool exited;
+  char name[16];        // NUL-terminated
+  uint64_t unused[2];   // (a Lookup copy's figures)
+  uint64_t live_bytes;  // what it allocated that is still live
+  uint64_t peak_bytes;  // and its high-water mark
+};
+constexpr uint32_t kThreadChunk = 1024;
+
+// The program's loaded objects when it last wrote them (at start, and after each dlopen or
+// dlclose the checker saw).
+struct Module {
+  char path[256];        // NUL-terminated; the executable's full path for the main program
+  uint8_t build_id[32];
+  uint32_t build_id_size;
+  uint32_t exec_count;   // at most 4
+  uint64_t load_bias;
+  uint64_t lo, hi;       // extent: lowest to highest PT_LOAD byte
+  uint64_t exec_lo[4], exec_hi[4];
+};
+
+struct ModuleList {
+  uint64_t count;
+  Module modules[];
+};
+
+}  // namespace stackwalk::leakcheck::record
+
+#endif  // STACKWALK_LEAKCHECK_RECORD_FORMAT_H_

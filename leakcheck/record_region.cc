@@ -1,0 +1,311 @@
+#include "leakcheck/record_region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/module_map.h"
+#include "leakcheck/dump/dump_format.h"
+#include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/spin_lock.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+using record::Extent;
+using record::Header;
+
+enum AttachState : int { kUnknown = 0, kAttaching = 1, kAttached = 2, kNone = 3 };
+std::atomic<int> g_state{kUnknown};
+Header* g_header = nullptr;
+int g_fd = -1;
+SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never shrinks it then)
+uint64_t g_size = 0;      // under g_grow_lock
+std::atomic<uint32_t> g_module_updates{0};
+
+// The tables as they were at a fork, copied by the parent with every table lock held (after the
+// fork its threads write on into the shared pieces): the child puts them in place of the shared
+// ones. Own memory, made at the first fork.
+struct ForkCopy {
+  uintptr_t address;  // the shared piece
+  void* copy;         // its private copy; nullptr: none could be made
+  size_t bytes;
+};
+ForkCopy* g_fork_copies = nullptr;
+size_t g_fork_copy_count = 0;
+
+// Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
+// region, zero in the copy already): a table's untouched tail costs neither time nor memory.
+void CopyResident(void* to, const void* from, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kBatch = 256;
+  unsigned char resident[kBatch];
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = (bytes - done) / page < kBatch ? (bytes - done) / page : kBatch;
+    auto* src = static_cast<const char*>(from) + done;
+    auto* dst = static_cast<char*>(to) + done;
+    if (mincore(const_cast<char*>(src), n * page, resident) != 0) {
+      std::memcpy(dst, src, n * page);
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        if ((resident[k] & 1) != 0) std::memcpy(dst + k * page, src + k * page, page);
+      }
+    }
+    done += n * page;
+  }
+}
+
+// A decimal number from the environment, or -1.
+long EnvNumber(const char* name) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return -1;
+  long value = 0;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9' || value > 1000000000) return -1;
+    value = value * 10 + (*c - '0');
+  }
+  return value;
+}
+
+// The region is this process's if the launcher named it and this is the process it checks (the
+// same pid: a wrapper's exec of the program keeps it). Each new image starts it afresh: what an
+// earlier image of this process recorded went with its memory.
+bool Attach() {
+  const long fd = EnvNumber(record::kDescriptorVariable);
+  if (fd < 3 || EnvNumber("STACKWALK_LEAKCHECK_PID") != static_cast<long>(getpid())) return false;
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (ftruncate(static_cast<int>(fd), 0) != 0 ||
+      ftruncate(static_cast<int>(fd), static_cast<off_t>(record::kHeaderBytes)) != 0) {
+    return false;
+  }
+  void* header = OwnMapShared(record::kHeaderBytes, static_cast<int>(fd), 0);
+  if (header == nullptr) return false;
+  g_header = static_cast<Header*>(header);
+  g_fd = static_cast<int>(fd);
+  g_size = record::kHeaderBytes;
+  g_header->version = record::kVersion;
+  g_header->extent_capacity = record::kExtentCapacity;
+  g_header->header_bytes = record::kHeaderBytes;
+  g_header->pid = static_cast<int32_t>(getpid());
+  g_header->machine = dump::NativeMachine();
+  g_header->pointer_bytes = sizeof(void*);
+  const ssize_t n = readlink("/proc/self/exe", g_header->program, sizeof(g_header->program) - 1);
+  g_header->program[n > 0 ? n : 0] = '\0';
+  // The magic last: a reader takes a region without it for one never begun.
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  std::memcpy(g_header->magic, record::kMagic, sizeof(record::kMagic));
+  return true;
+}
+
+bool Attached() {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kAttached) return true;
+  if (state == kNone) return false;
+  if (state == kUnknown && g_state.compare_exchange_strong(state, kAttaching)) {
+    const bool ok = Attach();
+    g_state.store(ok ? kAttached : kNone, std::memory_order_release);
+    return ok;
+  }
+  while ((state = g_state.load(std::memory_order_acquire)) == kAttaching) sched_yield();
+  return state == kAttached;
+}
+
+// A free (or retired) directory row, marked busy; nullptr if none is left.
+Extent* TakeRow() {
+  for (uint32_t i = 0; i < record::kExtentCapacity; ++i) {
+    Extent& row = g_header->extents[i];
+    uint64_t state = __atomic_load_n(&row.state, __ATOMIC_RELAXED);
+    if (state != record::kFree && state != record::kDead) continue;
+    if (!__atomic_compare_exchange_n(&row.state, &state, uint64_t{record::kBusy}, false,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      continue;
+    }
+    uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_RELAXED);
+    while (high <= i && !__atomic_compare_exchange_n(&g_header->extent_high, &high, uint64_t{i} + 1,
+                                                      true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    }
+    return &row;
+  }
+  return nullptr;
+}
+
+Extent* LiveRowAt(uintptr_t address) {
+  const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
+  for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
+    Extent& row = g_header->extents[i];
+    if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) == record::kLive && row.address == address) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
+  if (!Attached()) return OwnMap(bytes);
+  // Offsets in the region are whole pages (mmap's rule); the tail of the last page is unused.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  bytes = (bytes + page - 1) & ~(page - 1);
+  Extent* row = TakeRow();
+  if (row == nullptr) {
+    __atomic_fetch_add(&g_header->lost_extents, 1, __ATOMIC_RELAXED);
+    return OwnMap(bytes);
+  }
+  // Held until the piece is listed: a fork (RecordBeforeFork) sees every piece mapped.
+  SpinLockHolder hold(g_grow_lock);
+  const uint64_t offset = g_size;
+  if (ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+    __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
+    return OwnMap(bytes);
+  }
+  g_size = offset + bytes;
+  void* address = OwnMapShared(bytes, g_fd, offset);
+  if (address == nullptr) {
+    __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
+    return nullptr;
+  }
+  row->kind = kind;
+  row->index = index;
+  row->offset = offset;
+  row->address = reinterpret_cast<uintptr_t>(address);
+  row->bytes = bytes;
+  __atomic_store_n(&row->state, uint64_t{record::kLive}, __ATOMIC_RELEASE);
+  return address;
+}
+
+void RecordUnmap(void* address, size_t bytes) {
+  if (address == nullptr) return;
+  if (g_state.load(std::memory_order_acquire) == kAttached) {
+    if (Extent* row = LiveRowAt(reinterpret_cast<uintptr_t>(address))) {
+      const uint64_t offset = row->offset;
+      __atomic_store_n(&row->state, uint64_t{record::kDead}, __ATOMIC_RELEASE);
+      // The region keeps its size (offsets are never reused) but not the pages.
+      fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                static_cast<off_t>(bytes));
+    }
+  }
+  OwnUnmap(address, bytes);
+}
+
+void RecordModules() {
+  if (!Attached()) return;
+  internal::ModuleMap& map = internal::ModuleMap::Global();
+  map.RefreshIfChanged();
+  internal::ModuleMap::Reader reader(map);
+  const internal::ModuleSnapshot* snapshot = reader.snapshot();
+  if (snapshot == nullptr) return;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = (sizeof(record::ModuleList) +
+                        sizeof(record::Module) * static_cast<size_t>(snapshot->size()) + page - 1) &
+                       ~(page - 1);
+  const uint32_t number = g_module_updates.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto* list = static_cast<record::ModuleList*>(RecordMap(bytes, record::kModules, number));
+  if (list == nullptr) return;
+  uint64_t count = 0;
+  for (int i = 0; i < snapshot->size(); ++i) {
+    const internal::Module& m = snapshot->module(i);
+    if (m.is_vdso) continue;  // no file to name it from
+    record::Module& out = list->modules[count++];
+    const char* path = m.path[0] != '\0' ? m.path : g_header->program;
+    const size_t length = strnlen(path, sizeof(out.path) - 1);  // the list is zeroed: ends in NUL
+    std::memcpy(out.path, path, length);
+    std::memcpy(out.build_id, m.build_id, m.build_id_size);
+    out.build_id_size = m.build_id_size;
+    out.load_bias = m.load_bias;
+    out.lo = m.extent.lo;
+    out.hi = m.extent.hi;
+    out.exec_count = static_cast<uint32_t>(m.exec_count < 4 ? m.exec_count : 4);
+    for (uint32_t e = 0; e < out.exec_count; ++e) {
+      out.exec_lo[e] = m.exec[e].lo;
+      out.exec_hi[e] = m.exec[e].hi;
+    }
+  }
+  // The count last: a list the program died writing reads as empty, and the older one is used.
+  __atomic_store_n(&list->count, count, __ATOMIC_RELEASE);
+  // The lists before this one are retired (a later update may have retired this one already).
+  const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
+  for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
+    Extent& row = g_header->extents[i];
+    if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) == record::kLive &&
+        row.kind == record::kModules && row.index < number) {
+      RecordUnmap(reinterpret_cast<void*>(row.address), row.bytes);
+    }
+  }
+}
+
+void RecordBeforeFork() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  g_grow_lock.Lock();  // no piece is mapped until the fork is over
+  if (g_fork_copies == nullptr) {
+    g_fork_copies = static_cast<ForkCopy*>(OwnMap(sizeof(ForkCopy) * record::kExtentCapacity));
+    if (g_fork_copies == nullptr) return;
+  }
+  g_fork_copy_count = 0;
+  const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
+  for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
+    const Extent& row = g_header->extents[i];
+    if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) != record::kLive) continue;
+    ForkCopy& copy = g_fork_copies[g_fork_copy_count++];
+    copy.address = row.address;
+    copy.bytes = row.bytes;
+    copy.copy = mmap(nullptr, row.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy.copy == MAP_FAILED) {
+      copy.copy = nullptr;  // out of memory: the child copies it itself
+      continue;
+    }
+    CopyResident(copy.copy, reinterpret_cast<const void*>(row.address), row.bytes);
+  }
+}
+
+void RecordAfterForkParent() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+    if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
+  }
+  g_fork_copy_count = 0;
+  g_grow_lock.Unlock();
+}
+
+void RecordLeaveAfterFork() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  // Only the pieces this process had at the fork (the parent's threads have gone on since, and
+  // what its directory says now may be mapped in the parent alone).
+  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+    const ForkCopy& piece = g_fork_copies[i];
+    void* shared = reinterpret_cast<void*>(piece.address);
+    void* copy = piece.copy;
+    if (copy == nullptr) {
+      copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (copy == MAP_FAILED) continue;  // out of memory: the child goes on sharing this one
+      CopyResident(copy, shared, piece.bytes);
+    }
+    // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
+    // pointers stay valid, and the parent's region no longer sees this process's writes.
+    if (mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
+        MAP_FAILED) {
+      munmap(copy, piece.bytes);
+    }
+  }
+  g_fork_copy_count = 0;
+  OwnUnmap(g_header, record::kHeaderBytes);
+  g_header = nullptr;
+  close(g_fd);
+  g_fd = -1;
+  g_state.store(kNone, std::memory_order_release);
+}
+
+void RecordExitReported() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
+}
+
+bool RecordRegionAttached() { return Attached(); }
+
+}  // namespace stackwalk::leakcheck

@@ -1,0 +1,49 @@
+// The record region (issue 17): the checker's tables in memory the launcher can read after the
+// program is gone, whatever ended it (SIGKILL included). The launcher creates a memfd and hands
+// it to the program it checks (record_format.h: kDescriptor, kDescriptorVariable); the tables
+// take their memory from RecordMap, which maps pieces of that memfd (the same mmap as before, a
+// different backing: nothing more per allocation) and lists them in the region's directory. With
+// no region (no launcher, the in-process library, a process the launcher did not start) RecordMap
+// is OwnMap. The region is the checked process's own: a process that merely inherits the
+// descriptor never writes to it, and a forked child moves its tables to private memory first.
+#ifndef STACKWALK_LEAKCHECK_RECORD_REGION_H_
+#define STACKWALK_LEAKCHECK_RECORD_REGION_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "leakcheck/record_format.h"
+
+namespace stackwalk::leakcheck {
+
+// `bytes` (a multiple of the page size) of zeroed memory of the checker's own (never a root of
+// the scan: scan/own_mappings.h) holding `kind`, in the record region if this process has one.
+// nullptr if out of memory. Async-signal-safe: no malloc, no lock but the region's own spin lock.
+void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index = 0);
+// Gives back what RecordMap mapped (its directory row retired first).
+void RecordUnmap(void* address, size_t bytes);
+
+// Writes the loaded objects into the region (a new list, then the old one retired), for the
+// launcher to name the stacks after the program is gone. Called at start and after each dlclose.
+// Not signal-safe (refreshes the module map); call under a ReentryGuard.
+void RecordModules();
+
+// Around fork(), every table locked: before it, a private copy of each piece of the region (the
+// tables as they are at the fork; no piece is mapped until the fork is over); in the parent after
+// it, the copies dropped; in the child, alone, the copies put in place of the shared pieces at the
+// same addresses and the region let go (closed): the child's records stay its own and the
+// parent's stay as the parent leaves them, whatever its threads write meanwhile.
+void RecordBeforeFork();
+void RecordAfterForkParent();
+void RecordLeaveAfterFork();
+
+// Notes in the region that the process wrote its report at exit: the launcher, which cannot tell
+// otherwise when the program names its own reports, then reports nothing more of it.
+void RecordExitReported();
+
+// Whether this process records into a region the launcher will read (tests, the report).
+bool RecordRegionAttached();
+
+}  // namespace stackwalk::leakcheck
+
+#endif  // STACKWALK_LEAKCHECK_RECORD_REGION_H_
