@@ -230,6 +230,32 @@ TEST(ProfileViews, TextShowsTheTopStacks) {
   EXPECT_NE(text.find("more stack(s) (--top)"), std::string::npos) << text;
 }
 
+// Sampled, a stack's allocation count is of its recorded blocks, not an estimate: the views say
+// so; an unsampled run's do not.
+TEST(ProfileViews, ASampledRunsViewsSayTheirCountsAreOfRecordedBlocks) {
+  const std::string dir = ::testing::TempDir() + "profile_views_sampled." + std::to_string(getpid());
+  Shell("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+  const std::string dump = dir + "/sampled.dump";
+  Shell(std::string(STACKWALK_LEAKCHECK) + " --output " + dir + "/report.txt --dump " + dump +
+        " --sample-bytes 4096 --sample-seed 7 " + PROFILE_SITES + " >/dev/null 2>&1");
+  int status = -1;
+  const std::string text = Report("--view allocations --format json " + dump, &status);
+  ASSERT_EQ(status, 0) << text;
+  const json sampled = json::parse(text);
+  ASSERT_TRUE(sampled.contains("sampled")) << text;
+  EXPECT_EQ(sampled["sampled"]["sample_bytes"], 4096);
+  EXPECT_EQ(sampled["sampled"]["allocations"], "counts of recorded blocks");
+  const std::string table = Report("--view allocations " + dump, &status);
+  EXPECT_EQ(status, 0) << table;
+  EXPECT_NE(table.find("*** sampled (mean 4096 bytes): bytes are estimates; allocations are "
+                       "counts of recorded blocks"),
+            std::string::npos)
+      << table;
+  EXPECT_FALSE(View("allocations").contains("sampled"));
+  EXPECT_EQ(Report("--view allocations " + SitesDump()).find("sampled"), std::string::npos);
+  Shell("rm -rf '" + dir + "'");
+}
+
 TEST(ProfileViews, BadViewOrFormatIsRefused) {
   int status = -1;
   Report("--view nothing " + SitesDump(), &status);

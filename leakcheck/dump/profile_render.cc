@@ -32,6 +32,10 @@ std::string Header(const ProfileView& view) {
   std::string out;
   if (!view.missing.empty()) out += "*** " + view.missing + "\n";
   if (!view.naming_error.empty()) out += "*** frames are not named: " + view.naming_error + "\n";
+  if (view.sample_bytes != 0) {
+    out += "*** sampled (mean " + std::to_string(view.sample_bytes) +
+           " bytes): bytes are estimates; allocations are counts of recorded blocks\n";
+  }
   return out;
 }
 
@@ -130,6 +134,10 @@ std::string RenderViewJson(const ProfileView& view, size_t top) {
                     ",\"peak_bytes\":" + std::to_string(view.process_peak_bytes);
   if (!view.missing.empty()) out += ",\"missing\":" + JsonString(view.missing);
   if (!view.naming_error.empty()) out += ",\"naming_error\":" + JsonString(view.naming_error);
+  if (view.sample_bytes != 0) {
+    out += ",\"sampled\":{\"sample_bytes\":" + std::to_string(view.sample_bytes) +
+           ",\"bytes\":\"estimates\",\"allocations\":\"counts of recorded blocks\"}";
+  }
   if (view.kind == ViewKind::kTimeline) return out + TimelineJson(view);
   if (view.kind == ViewKind::kThreads) {
     out += ",\"threads\":[";

@@ -65,6 +65,9 @@ struct ProfileView {
   uint64_t total_bytes = 0;          // over every stack of the view
   uint64_t total_allocations = 0;
   uint64_t process_peak_bytes = 0;   // the process's recorded live bytes at their peak
+  // The run's sampling mean (0: every allocation recorded). Sampled, bytes are the recorded
+  // blocks' estimates but allocation counts are of the recorded blocks only, not estimates.
+  uint64_t sample_bytes = 0;
   std::vector<ProfileThread> threads;  // the threads view: largest peak first
   std::vector<ProfileTimelinePoint> timeline;  // the timeline view, in time order
   uint64_t timeline_interval_ns = 0;
