@@ -262,9 +262,12 @@ int StartWith(const Options& options) {
   State& s = GlobalState();
   s.options = options;
   s.recording.Publish(options);
+  s.timeline.Start(static_cast<uint32_t>(options.timeline_interval_ms));
   s.configured.store(true, std::memory_order_release);
   s.allocations.Clear();  // what an earlier session left is not this one's
   s.live_bytes.Reset();
+  s.peak_epoch.store(0, std::memory_order_relaxed);
+  s.stacks.ResetStats();
   s.threads.ResetLiveBytes();
   if (g_patcher == nullptr) g_patcher = new GotPatcher();
   s.active.store(true, std::memory_order_release);

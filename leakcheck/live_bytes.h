@@ -15,11 +15,14 @@ struct PeakCounter {
   std::atomic<uint64_t> live{0};
   std::atomic<uint64_t> peak{0};
 
-  void Add(uint64_t bytes) {
+  // True if this raised the peak.
+  bool Add(uint64_t bytes) {
     const uint64_t now = live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t high = peak.load(std::memory_order_relaxed);
-    while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
+    while (now > high) {
+      if (peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) return true;
     }
+    return false;
   }
   void Subtract(uint64_t bytes) { live.fetch_sub(bytes, std::memory_order_relaxed); }
   void Reset() {

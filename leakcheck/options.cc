@@ -312,6 +312,11 @@ const OptionSpec kOptionSpecs[] = {
      SetNumber<int, &Options::check_interval, 0, 86400>, ShowNumberField<int, &Options::check_interval>,
      "every SECONDS, check for leaks found since the last check and append them to the output "
      "(a thread of the checker's own); 0: none"},
+    {"timeline_interval_ms", "timeline-interval-ms", 0, "MS", OptionType::kNumber,
+     SetNumber<int, &Options::timeline_interval_ms, 0, 3600000>,
+     ShowNumberField<int, &Options::timeline_interval_ms>,
+     "sample the live bytes every MS milliseconds (and at new peaks) for the dump's timeline; "
+     "0: none"},
     {"report_at_exit", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_at_exit>,
      ShowBool<&Options::report_at_exit>, "write the report at exit"},
 };

@@ -23,6 +23,12 @@ static std::atomic<uint64_t> g_hooks_while_stopped{0};
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_next = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_sequence_end = 0;
 constexpr uint64_t kSequenceBlock = 64;
+// This thread's last recorded allocation (address and sequence number), until it frees it or
+// allocates again: a free of exactly it is a temporary allocation (stack_stats.h). The address is
+// kept inverted: thread-local storage is a root of the leak scan, and a plain copy would keep the
+// block reachable.
+__attribute__((tls_model("initial-exec"))) static thread_local uintptr_t t_last_address_inverted = 0;
+__attribute__((tls_model("initial-exec"))) static thread_local uint64_t t_last_sequence = 0;
 
 State& GlobalState() {
   static State state;  // constant-initialized, trivially destructible
@@ -52,6 +58,7 @@ State& ConfiguredState() {
     // it records from the first allocation on.
     s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
     s.recording.Publish(s.options);
+    s.timeline.Start(static_cast<uint32_t>(s.options.timeline_interval_ms));
     s.active.store(true, std::memory_order_release);
     s.configured.store(true, std::memory_order_release);
   }
@@ -112,20 +119,40 @@ bool WorldStoppedHere() {
 void ForgetThreadAfterFork() {
   t_serial = 0;
   t_sequence_next = t_sequence_end = 0;
+  t_last_address_inverted = 0;
   ExitedStacksAfterForkChild();
   SamplerAfterForkChild();
 }
 
 namespace {
 // The live bytes and peaks: the process's, and the allocating thread's; exact, or when sampling
-// the estimate of each recorded block (sampler.h).
-void CountAllocated(State& s, uint32_t serial, uint64_t size) {
+// the estimate of each recorded block (sampler.h); and the stack's statistics (in the same
+// bytes; their counts are of recorded blocks), changed first so that a peak this makes comes
+// after the stack's change. Returns whether the process's live bytes reached a new peak.
+bool CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id, bool made) {
   size = EstimatedBytes(size, s.recording.sample_bytes.load(std::memory_order_relaxed));
-  s.live_bytes.Add(size);
+  if (StackStats* stats = s.stacks.Stats(stack_id)) {
+    stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
+  }
+  const bool new_peak = s.live_bytes.Add(size);
+  if (new_peak) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
+  return new_peak;
 }
-void CountFreed(State& s, const Allocation& a) {
+
+// A timeline point if one is due (timeline.h): a coarse clock read, then one load.
+void MaybeSampleTimeline(State& s, bool new_peak) {
+  const uint64_t now = Timeline::CoarseNowNs();
+  const bool at_peak = new_peak && s.timeline.Due(now, true);
+  if (at_peak || s.timeline.Due(now, false)) {
+    s.timeline.Sample(now, s.live_bytes.live.load(std::memory_order_relaxed), at_peak, s.threads);
+  }
+}
+void CountFreed(State& s, const Allocation& a, bool temporary = false) {
   const uint64_t size = EstimatedBytes(a.size, s.recording.sample_bytes.load(std::memory_order_relaxed));
+  if (StackStats* stats = s.stacks.Stats(a.stack_id)) {
+    stats->Freed(size, s.peak_epoch.load(std::memory_order_relaxed), temporary);
+  }
   s.live_bytes.Subtract(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
     thread->Subtract(size);
@@ -158,27 +185,38 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
   Allocation replaced;
+  const uint64_t sequence = NextSequence(s.allocations);
   if (s.allocations.Insert(reinterpret_cast<uintptr_t>(p), size, id, static_cast<int32_t>(serial),
-                           NextSequence(s.allocations), &replaced)) {
+                           sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
-    CountAllocated(s, serial, size);
+    MaybeSampleTimeline(s, CountAllocated(s, serial, size, id, /*made=*/true));
+    t_last_address_inverted = ~reinterpret_cast<uintptr_t>(p);
+    t_last_sequence = sequence;
   }
   t_inside = false;
 }
 
-void Unrecord(void* p) {
-  // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
-  Allocation removed;
-  TakeRecord(p, &removed);
-}
-
-bool TakeRecord(void* p, Allocation* removed) {
+namespace {
+// Takes `p`'s record out; `is_free`: by free() (which may end a temporary allocation), not realloc.
+bool Forget(void* p, Allocation* removed, bool is_free) {
   if (WorldStoppedHere() || p == nullptr || t_forking) return false;
   State& s = GlobalState();
   if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
-  CountFreed(s, *removed);
+  const bool temporary = is_free && removed->address == ~t_last_address_inverted &&
+                         SequenceNumber(*removed) == t_last_sequence;
+  if (temporary) t_last_address_inverted = 0;
+  CountFreed(s, *removed, temporary);
   return true;
 }
+}  // namespace
+
+void Unrecord(void* p) {
+  // Not skipped inside the checker: frees by __libc_freeres at exit must still count.
+  Allocation removed;
+  Forget(p, &removed, /*is_free=*/true);
+}
+
+bool TakeRecord(void* p, Allocation* removed) { return Forget(p, removed, /*is_free=*/false); }
 
 void RestoreRecord(const Allocation& a) {
   if (WorldStoppedHere() || t_forking) return;
@@ -186,7 +224,7 @@ void RestoreRecord(const Allocation& a) {
   Allocation replaced;
   if (s.allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
-    CountAllocated(s, static_cast<uint32_t>(a.thread), a.size);
+    CountAllocated(s, static_cast<uint32_t>(a.thread), a.size, a.stack_id, /*made=*/false);
   }
 }
 

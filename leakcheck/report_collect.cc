@@ -31,8 +31,6 @@ LiveSnapshot::~LiveSnapshot() {
   if (items_ != nullptr) OwnUnmap(items_, capacity_ * sizeof(Allocation));
 }
 
-namespace {
-
 // The frames a report shows: from the program's call of the allocator outwards, without the
 // hooks' own frames (the capture starts inside this library).
 std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
@@ -48,8 +46,6 @@ std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
   for (int i = first; i < n; ++i) out.push_back(reinterpret_cast<uintptr_t>(pcs[i]));
   return out;
 }
-
-}  // namespace
 
 std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks) {
   std::vector<NamedStack> out(stacks.size() + 1);

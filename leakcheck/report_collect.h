@@ -44,6 +44,9 @@ class LiveSnapshot {
 // hooks, whose frames are left out) and the sequence number of its earliest live block.
 std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks);
 
+// A stack's program frames: `pcs[0, n)` without the checker's own hook frames at its start.
+std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n);
+
 // A report's header: occasion, number, process id and program (several checked processes may
 // report to one stderr), and the summary's figures of the tables (peak, own memory, counts).
 void CollectHeader(State& state, const char* occasion, int number, LeakReport* report);

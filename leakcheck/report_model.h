@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "leakcheck/recorded_summary.h"
 #include "leakcheck/scan/verdict.h"
 #include "stackwalk/symbolizer.h"  // SymbolizedFrame only
 
@@ -61,12 +62,6 @@ struct ThreadEntry {
   uint64_t peak_bytes = 0;  // the most the thread's allocations held live at once
 };
 
-// A thread the check could not stop (its stack was read while it ran).
-struct UnstoppedEntry {
-  int tid = 0;
-  std::string why;  // "signal blocked", "timeout", ...
-};
-
 // A suppression that suppressed something: its blocks and their bytes.
 struct SuppressionEntry {
   std::string pattern;
@@ -75,7 +70,9 @@ struct SuppressionEntry {
   bool builtin = false;
 };
 
-struct ReportSummary {
+// The recorded figures (recorded_summary.h: what a leak dump carries as they are), and the
+// report's own tallies.
+struct ReportSummary : RecordedSummary {
   // The leaks shown (after the library filters): direct + indirect, or every kLive block when no
   // scan could run. Reachable entries, even when shown, are not counted here.
   uint64_t bytes = 0;
@@ -89,19 +86,6 @@ struct ReportSummary {
   uint64_t reachable_allocations = 0;
   uint64_t suppressed_bytes = 0;     // the leaks suppressions took out (report.suppressions)
   uint64_t suppressed_allocations = 0;
-  // How the world was stopped for the scan: "ptrace", "signal" or "none" (nothing stopped).
-  std::string method = "none";
-  std::string fallback_reason;       // why ptrace was not used, when it was asked for or auto
-  uint64_t stopped_threads = 0;
-  std::vector<UnstoppedEntry> unstopped;
-  uint64_t pause_ns = 0;             // threads stopped
-  uint64_t check_ns = 0;             // the whole check
-  uint64_t peak_bytes = 0;         // the process's recorded live bytes at their peak
-  uint64_t live_allocations = 0;   // live in the table when the report was made
-  uint32_t distinct_stacks = 0;    // every stack the table ever interned
-  uint64_t table_bytes = 0;        // the checker's own memory: the allocation table
-  uint64_t stack_bytes = 0;        // and the stack table
-  uint64_t own_bytes() const { return table_bytes + stack_bytes; }
 };
 
 struct LeakReport {

@@ -90,6 +90,7 @@ void AfterForkChild() {
   // Before anything records again: the parent's record region is the parent's (record_region.h).
   RecordLeaveAfterFork();
   UnlockTables();
+  GlobalState().timeline.AfterForkChild();
   // The parent's threads that were waiting for a report were not copied: their turns go too.
   ReportLock().UnlockInForkChild();
   ForgetThreadAfterFork();

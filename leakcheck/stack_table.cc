@@ -1,6 +1,7 @@
 #include "leakcheck/stack_table.h"
 
 #include "leakcheck/record_region.h"
+#include "leakcheck/scan/own_mappings.h"
 
 #include <cstddef>
 #include <cstring>
@@ -86,6 +87,19 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   if (n > 0) std::memcpy(s->pcs, pcs, sizeof(void*) * n);  // an empty stack may come as null
   uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
   if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
+  // Its statistics' chunk before the id is published: a recorded block's stack always has them.
+  std::atomic<StackStats*>& stats_chunk = stats_[id / kIdChunk];
+  if (stats_chunk.load(std::memory_order_acquire) == nullptr) {
+    constexpr size_t kStatsChunkBytes = (sizeof(StackStats) * kIdChunk + 4095) & ~size_t{4095};
+    StackStats* fresh = static_cast<StackStats*>(OwnMap(kStatsChunkBytes));  // zeroed
+    if (fresh == nullptr) return kNoStack;
+    StackStats* none = nullptr;
+    if (stats_chunk.compare_exchange_strong(none, fresh, std::memory_order_acq_rel)) {
+      bytes_.fetch_add(kStatsChunkBytes, std::memory_order_relaxed);
+    } else {
+      OwnUnmap(fresh, kStatsChunkBytes);
+    }
+  }
   std::atomic<Stack**>& chunk = ids_[id / kIdChunk];
   Stack** slots = chunk.load(std::memory_order_acquire);
   if (slots == nullptr) {
@@ -106,12 +120,17 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
 }
 
 int StackTable::Frames(uint32_t id, void* const** pcs) const {
-  if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return 0;
-  Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
-  Stack* s = slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
+  Stack* s = StackOf(id);
   if (s == nullptr) return 0;
   *pcs = s->pcs;
   return s->n;
+}
+
+void StackTable::ResetStats() {
+  const uint32_t end = next_id_.load(std::memory_order_acquire);
+  for (uint32_t id = 1; id < end; ++id) {
+    if (StackStats* stats = Stats(id)) stats->Reset();
+  }
 }
 
 void StackTable::LockAll() {

@@ -12,6 +12,7 @@
 
 #include "leakcheck/record_format.h"
 #include "leakcheck/spin_lock.h"
+#include "leakcheck/stack_stats.h"
 
 namespace stackwalk::leakcheck {
 
@@ -25,6 +26,16 @@ class StackTable {
 
   // The frames of a stack id (valid for the process's life). Returns the count.
   int Frames(uint32_t id, void* const** pcs) const;
+
+  // What stack `id` did over the run (stack_stats.h); null for kNoStack or an unknown id.
+  // Lock-free: every recorded allocation and free asks it.
+  StackStats* Stats(uint32_t id) const {
+    if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
+    StackStats* chunk = stats_[id / kIdChunk].load(std::memory_order_acquire);
+    return chunk != nullptr ? &chunk[id % kIdChunk] : nullptr;
+  }
+  // Zeroes every stack's statistics (a new in-process session).
+  void ResetStats();
 
   uint32_t size() const { return next_id_.load(std::memory_order_acquire) - 1; }
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -45,6 +56,11 @@ class StackTable {
   static constexpr int kIdChunk = 4096;
   static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
 
+  Stack* StackOf(uint32_t id) const {
+    if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
+    Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
+    return slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
+  }
   // The record region's reader reads the nodes as record::StackNode (record_format.h).
   static_assert(kMaxFrames == record::kMaxStackFrames &&
                     static_cast<uint32_t>(kIdChunk) == record::kStackIdChunk &&
@@ -61,6 +77,10 @@ class StackTable {
   };
   Shard shards_[kShards] = {};
   std::atomic<Stack**> ids_[kIdChunks] = {};  // id -> stack, in chunks
+  // id -> its statistics, in chunks of kIdChunk beside the ids'. Not in the nodes: the record
+  // region's reader reads a node's frames right after its header (record::StackNode). Private
+  // memory (OwnMap): only the dump, written by the living process, reads them.
+  std::atomic<StackStats*> stats_[kIdChunks] = {};
   std::atomic<uint32_t> next_id_{1};
   SpinLock arena_lock_;
   char* arena_ = nullptr;

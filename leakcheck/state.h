@@ -16,6 +16,7 @@
 #include "leakcheck/options.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
+#include "leakcheck/timeline.h"
 
 namespace stackwalk::leakcheck {
 
@@ -50,8 +51,12 @@ struct State {
   std::atomic<bool> active{false};
   AllocationTable allocations;
   PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
+  // Bumped after each new peak of live_bytes: how stacks know what they held at the last peak
+  // (stack_stats.h).
+  std::atomic<uint64_t> peak_epoch{0};
   StackTable stacks;
   ThreadRegistry threads;
+  Timeline timeline;  // live bytes over time, sampled by the hooks
   std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed
   // Raised at each dlclose to the sequence number it stamped: a thread whose block of numbers
   // lies below it takes a new block, so allocations after the unload number above it.

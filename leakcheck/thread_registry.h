@@ -37,6 +37,8 @@ class ThreadRegistry {
   }
   // Zeroes every thread's counter (a new in-process session).
   void ResetLiveBytes();
+  // The serials handed out so far are [1, end()): a caller may Lookup() each.
+  uint32_t end() const { return next_.load(std::memory_order_acquire); }
   // Calls fn(serial, const Thread&) for every registered thread that has not exited.
   template <class Fn>
   void ForEachRunning(Fn&& fn) const {

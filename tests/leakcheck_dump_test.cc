@@ -15,6 +15,8 @@
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_encode.h"
 #include "leakcheck/dump/dump_report.h"
+#include "leakcheck/dump/profile_render.h"
+#include "leakcheck/dump/profile_view.h"
 #include "leakcheck/sampler.h"
 #include "leakcheck/scan/verdict.h"
 
@@ -60,6 +62,20 @@ DumpContents Sample() {
   c.edges = {{0, 1}};
   c.has_edges = true;
   c.threads = {{1, 4242, 9000, "app"}, {2, 4243, 4096, "worker"}};
+  // The profile's sections: stack 13 has no live block any more (its frames are still listed).
+  c.stacks.push_back({13, UINT64_MAX, {{0, 0x2300}}});
+  c.has_stack_stats = true;
+  c.stack_stats = {{7, 3, 300, 100, 1, 0, 0, 200, 2},
+                   {11, 2, 4106, 4106, 2, 0, 0, 4106, 2},
+                   {13, 40, 640, 0, 0, 40, 640, 64, 1}};
+  c.has_thread_totals = true;
+  c.thread_totals = {{1, 4242, false, 150, 9000, "app"}, {2, 4243, true, 4106, 4106, "worker"},
+                     {3, 4244, true, 0, 64, ""}};
+  c.has_timeline = true;
+  c.timeline_interval_ns = 200000000;
+  c.timeline = {{0, 100, false, {{1, 100}}},
+                {100000000, 9000, true, {{1, 4894}, {2, 4106}}},
+                {250000000, 4256, false, {{2, 4106}, {1, 150}, {7, 1}}}};
   return c;
 }
 
@@ -74,6 +90,14 @@ void RenderAll(const DecodedDumps& decoded) {
     json.json = true;
     RenderDumpReport(dump, text, {});
     RenderDumpReport(dump, json, {});
+    for (ViewKind kind : {ViewKind::kPeak, ViewKind::kAllocations, ViewKind::kTemporary,
+                          ViewKind::kLive, ViewKind::kThreads, ViewKind::kTimeline}) {
+      DumpNamer namer(dump, {});
+      const ProfileView view = BuildProfileView(dump, kind, &namer);
+      RenderViewText(view, 10);
+      RenderViewJson(view, 0);
+      RenderViewFolded(view);
+    }
   }
 }
 
@@ -96,7 +120,7 @@ TEST(LeakDump, WhatIsWrittenIsReadBack) {
   EXPECT_EQ(r.modules[0].build_id, c.modules[0].build_id);
   EXPECT_EQ(r.modules[0].exec.size(), 1u);
   EXPECT_EQ(r.modules[1].closed_at, 17u);
-  ASSERT_EQ(r.stacks.size(), 3u);
+  ASSERT_EQ(r.stacks.size(), 4u);
   EXPECT_EQ(r.stacks[1].frames[1].module, kUnknownModule);
   EXPECT_EQ(r.stacks[1].frames[1].offset, 0xdeadbeefu);
   ASSERT_EQ(r.blocks.size(), 4u);
@@ -106,6 +130,84 @@ TEST(LeakDump, WhatIsWrittenIsReadBack) {
   ASSERT_EQ(r.edges.size(), 1u);
   ASSERT_EQ(r.threads.size(), 2u);
   EXPECT_EQ(r.threads[1].name, "worker");
+}
+
+TEST(LeakDump, TheProfileSectionsAreReadBack) {
+  const DecodedDumps d = Decode(EncodeDump(Sample()));
+  ASSERT_EQ(d.error, "");
+  const DumpContents& r = d.dumps[0];
+  ASSERT_TRUE(r.has_stack_stats);
+  ASSERT_EQ(r.stack_stats.size(), 3u);
+  EXPECT_EQ(r.stack_stats[2].stack_id, 13u);
+  EXPECT_EQ(r.stack_stats[2].temporary_bytes, 640u);
+  EXPECT_EQ(r.stack_stats[1].peak_bytes, 4106u);
+  EXPECT_EQ(r.stack_stats[0].peak_blocks, 2u);
+  ASSERT_TRUE(r.has_thread_totals);
+  ASSERT_EQ(r.thread_totals.size(), 3u);
+  EXPECT_TRUE(r.thread_totals[1].exited);
+  EXPECT_EQ(r.thread_totals[0].peak_bytes, 9000u);
+  EXPECT_EQ(r.stacks.back().earliest, UINT64_MAX);
+  ASSERT_TRUE(r.has_timeline);
+  EXPECT_EQ(r.timeline_interval_ns, 200000000u);
+  ASSERT_EQ(r.timeline.size(), 3u);
+  EXPECT_TRUE(r.timeline[1].at_peak);
+  ASSERT_EQ(r.timeline[2].threads.size(), 3u);
+  EXPECT_EQ(r.timeline[2].threads[0].live_bytes, 4106u);
+}
+
+TEST(LeakDump, TheLeakReportIsTheSameWithOrWithoutTheProfileSections) {
+  DumpContents without = Sample();
+  without.stacks.pop_back();
+  without.has_stack_stats = without.has_thread_totals = without.has_timeline = false;
+  without.stack_stats.clear();
+  without.thread_totals.clear();
+  for (bool json : {false, true}) {
+    RenderRequest request;
+    request.json = json;
+    EXPECT_EQ(RenderDumpReport(Sample(), request, {}), RenderDumpReport(without, request, {}));
+  }
+}
+
+TEST(LeakDump, ViewsOfTheSample) {
+  const DumpContents c = Sample();
+  DumpNamer namer(c, {});
+  const ProfileView peak = BuildProfileView(c, ViewKind::kPeak, &namer);
+  ASSERT_EQ(peak.stacks.size(), 3u);
+  EXPECT_EQ(peak.total_bytes, 200u + 4106u + 64u);
+  EXPECT_EQ(peak.stacks[0].bytes, 4106u);  // largest first
+  EXPECT_EQ(peak.stacks[0].frames, std::vector<std::string>{"app+0x2200"});
+  const ProfileView temporary = BuildProfileView(c, ViewKind::kTemporary, &namer);
+  ASSERT_EQ(temporary.stacks.size(), 1u);
+  EXPECT_EQ(RenderViewFolded(temporary), "app+0x2300 40\n");
+  const ProfileView live = BuildProfileView(c, ViewKind::kLive, &namer);
+  EXPECT_EQ(live.total_bytes, 100u + 50u + 4096u + 10u);
+  EXPECT_EQ(live.total_allocations, 4u);
+  // Outermost first, the unnamed PC as itself.
+  EXPECT_NE(RenderViewFolded(live).find("0xdeadbeef;app+0x2100 50\n"), std::string::npos);
+  const ProfileView threads = BuildProfileView(c, ViewKind::kThreads, &namer);
+  ASSERT_EQ(threads.threads.size(), 3u);
+  EXPECT_EQ(threads.threads[0].name, "app");  // the largest peak first
+  EXPECT_EQ(threads.threads[2].name, "?");
+  const ProfileView timeline = BuildProfileView(c, ViewKind::kTimeline, &namer);
+  ASSERT_EQ(timeline.timeline.size(), 3u);
+  EXPECT_EQ(timeline.timeline[1].threads[1].name, "worker");
+  EXPECT_EQ(timeline.timeline[2].threads[2].name, "?");  // a serial with no totals
+  EXPECT_NE(RenderViewText(timeline, 0).find("0.100           9000 peak app[1]=4894 worker[2]=4106"),
+            std::string::npos)
+      << RenderViewText(timeline, 0);
+  DumpContents old = Sample();
+  old.has_stack_stats = false;
+  old.stack_stats.clear();
+  EXPECT_NE(BuildProfileView(old, ViewKind::kPeak, &namer).missing, "");
+}
+
+TEST(LeakDump, StatisticsOfAStackNotInTheDumpAreDroppedAndNamed) {
+  DumpContents c = Sample();
+  c.stack_stats.push_back({99, 1, 1, 0, 0, 0, 0, 0, 0});
+  const DecodedDumps d = Decode(EncodeDump(c));
+  EXPECT_NE(d.error.find("stack statistics name stack 99"), std::string::npos) << d.error;
+  ASSERT_EQ(d.dumps.size(), 1u);
+  EXPECT_EQ(d.dumps[0].stack_stats.size(), 3u);
 }
 
 TEST(LeakDump, AppendedDumpsAreEachRead) {

@@ -36,7 +36,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
       {"follow_exec", "1"},  {"unreachable_only", "1"}, {"report_at_exit", "0"},
       {"show_reachable", "1"}, {"suppressions", "/tmp/a.supp"}, {"anonymous_roots", "0"},
       {"stop_method", "signal"}, {"stop_timeout_ms", "250"}, {"stop_signal", "RTMIN+7"},
-      {"check_interval", "5"}, {"sample_bytes", "524288"}, {"sample_seed", "42"}};
+      {"check_interval", "5"}, {"sample_bytes", "524288"}, {"sample_seed", "42"},
+      {"timeline_interval_ms", "250"}};
   ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
   Options o;
   for (const auto& [key, value] : good) {
@@ -66,6 +67,7 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
   EXPECT_EQ(o.check_interval, 5);
   EXPECT_EQ(o.sample_bytes, 524288u);
   EXPECT_EQ(o.sample_seed, 42u);
+  EXPECT_EQ(o.timeline_interval_ms, 250);
 }
 
 TEST(LeakcheckOptions, TheCheckOptionsDefaultsAndBounds) {
@@ -77,6 +79,7 @@ TEST(LeakcheckOptions, TheCheckOptionsDefaultsAndBounds) {
   EXPECT_EQ(fresh.stop_timeout_ms, 1000);
   EXPECT_EQ(fresh.stop_signal, 0);     // SIGRTMIN+5
   EXPECT_EQ(fresh.check_interval, 0);  // off
+  EXPECT_EQ(fresh.timeline_interval_ms, 100);
   auto set = [](Options* o, const char* key, const std::string& value) {
     return SetOption(o, key, std::strlen(key), value.data(), value.size());
   };
@@ -111,6 +114,10 @@ TEST(LeakcheckOptions, TheCheckOptionsDefaultsAndBounds) {
   EXPECT_FALSE(set(&o, "check_interval", "86401"));
   EXPECT_FALSE(set(&o, "check_interval", "1.5"));
   EXPECT_TRUE(set(&o, "check_interval", "0"));
+  // timeline_interval_ms: up to an hour; 0 turns the timeline off.
+  EXPECT_TRUE(set(&o, "timeline_interval_ms", "3600000"));
+  EXPECT_FALSE(set(&o, "timeline_interval_ms", "3600001"));
+  EXPECT_TRUE(set(&o, "timeline_interval_ms", "0"));
   // anonymous_roots, show_reachable: 0 or 1.
   EXPECT_FALSE(set(&o, "anonymous_roots", "yes"));
   EXPECT_FALSE(set(&o, "show_reachable", "2"));

@@ -2,10 +2,12 @@
 // --dump FILE; docs/dump-format.md), as the program's own report would have been: later, or on
 // another machine that has the objects' files or their debug files.
 //
-//   stackwalk-report [OPTION]... DUMP
+//   stackwalk-report [--view V] [--format F] [--top N] [OPTION]... DUMP
 //
-// Each dump in DUMP (a program that reported several times appended one per report) is
-// rendered in turn. Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
+// The leaks view (the default): each dump in DUMP (a program that reported several times
+// appended one per report) is rendered in turn. The profile views (peak, allocations, temporary,
+// live, threads; leakcheck/dump/profile_view.h) render the last dump: its figures cover the
+// whole run up to it. Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
 // a dump is truncated or corrupt (the error names the byte, and what could be read is still
 // rendered); 2 for a bad command line.
 #include <fcntl.h>
@@ -13,12 +15,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_report.h"
+#include "leakcheck/dump/profile_render.h"
+#include "leakcheck/dump/profile_view.h"
 
 #ifndef STACKWALK_VERSION
 #define STACKWALK_VERSION "unknown"
@@ -29,11 +34,20 @@ namespace {
 using stackwalk::leakcheck::dump::DecodedDumps;
 using stackwalk::leakcheck::dump::NamingPlaces;
 using stackwalk::leakcheck::dump::RenderRequest;
+using stackwalk::leakcheck::dump::ViewKind;
 
 constexpr char kHelp[] =
     "usage: stackwalk-report [OPTION]... DUMP\n"
     "Names and renders the leak reports of DUMP (written by stackwalk-leakcheck --dump).\n\n"
-    "  --format=F          text or json (default: the program's format)\n"
+    "  --view=V            leaks (default: each dump's leak report), or a memory profile view\n"
+    "                      of the last dump: peak (bytes each stack held at the process's\n"
+    "                      peak), allocations (made per stack over the run), temporary (freed\n"
+    "                      before their thread allocated again), live (blocks live at the\n"
+    "                      dump), threads (each thread's live bytes and peak), timeline (live\n"
+    "                      bytes over time, total and the busiest threads; --top N points)\n"
+    "  --format=F          text, json or folded (flame graph input: flamegraph.pl, inferno,\n"
+    "                      speedscope); leaks default to the program's format, views to text\n"
+    "  --top=N             the N largest stacks (text, JSON; default 10 in text, all in JSON)\n"
     "  -o, --output=FILE   write the report to FILE instead of standard output\n"
     "  --suppressions=FILE leaks to leave out (LeakSanitizer's format); repeatable; replaces\n"
     "                      the files the program was given\n"
@@ -64,6 +78,21 @@ bool ReadWhole(const char* path, std::string* out, std::string* error) {
   return true;
 }
 
+// A view of `dump` in `format` ("" for text); the leaks view as folded stacks.
+std::string RenderView(const stackwalk::leakcheck::dump::DumpContents& dump, ViewKind kind,
+                       const std::string& format, long top, const RenderRequest& request,
+                       const NamingPlaces& places, std::string* missing) {
+  namespace lc = stackwalk::leakcheck::dump;
+  lc::DumpNamer namer(dump, places);
+  const lc::ProfileView view =
+      kind == ViewKind::kLeaks ? lc::LeaksView(lc::ReportFromDump(dump, request, &namer))
+                               : lc::BuildProfileView(dump, kind, &namer);
+  *missing = view.missing;
+  if (format == "folded") return lc::RenderViewFolded(view);
+  if (format == "json") return lc::RenderViewJson(view, top < 0 ? 0 : static_cast<size_t>(top));
+  return lc::RenderViewText(view, top < 0 ? 10 : static_cast<size_t>(top));
+}
+
 int Usage(const char* why) {
   std::fprintf(stderr, "stackwalk-report: %s\n%s", why, kHelp);
   return 2;
@@ -72,9 +101,11 @@ int Usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  enum { kFormat = 256, kSuppressions, kShowReachable, kDebugDir, kSysroot };
+  enum { kFormat = 256, kSuppressions, kShowReachable, kDebugDir, kSysroot, kView, kTop };
   static const option kLong[] = {
       {"format", required_argument, nullptr, kFormat},
+      {"view", required_argument, nullptr, kView},
+      {"top", required_argument, nullptr, kTop},
       {"output", required_argument, nullptr, 'o'},
       {"suppressions", required_argument, nullptr, kSuppressions},
       {"show-reachable", no_argument, nullptr, kShowReachable},
@@ -87,14 +118,28 @@ int main(int argc, char** argv) {
   RenderRequest request;
   NamingPlaces places;
   std::string output;
+  ViewKind view = ViewKind::kLeaks;
+  std::string format;  // "" the default
+  long top = -1;       // -1 the default
   for (int c; (c = getopt_long(argc, argv, "o:hV", kLong, nullptr)) != -1;) {
     switch (c) {
       case kFormat:
-        if (std::strcmp(optarg, "text") != 0 && std::strcmp(optarg, "json") != 0) {
-          return Usage("--format takes text or json");
+        format = optarg;
+        if (format != "text" && format != "json" && format != "folded") {
+          return Usage("--format takes text, json or folded");
         }
-        request.json = std::strcmp(optarg, "json") == 0;
         break;
+      case kView:
+        if (!stackwalk::leakcheck::dump::ParseViewKind(optarg, &view)) {
+          return Usage("--view takes leaks, peak, allocations, temporary, live, threads or timeline");
+        }
+        break;
+      case kTop: {
+        char* end = nullptr;
+        top = std::strtol(optarg, &end, 10);
+        if (*optarg == '\0' || *end != '\0' || top < 0) return Usage("--top takes a count");
+        break;
+      }
       case 'o': output = optarg; break;
       case kSuppressions:
         request.suppressions =
@@ -108,6 +153,9 @@ int main(int argc, char** argv) {
       default: return Usage("bad command line");
     }
   }
+  if (view == ViewKind::kTimeline && format == "folded") {
+    return Usage("the timeline has no stacks to fold: --format text or json");
+  }
   if (optind + 1 != argc) return Usage(optind == argc ? "no DUMP given" : "one DUMP only");
   while (places.sysroot.size() > 1 && places.sysroot.back() == '/') places.sysroot.pop_back();
   const char* path = argv[optind];
@@ -118,9 +166,20 @@ int main(int argc, char** argv) {
   }
   const DecodedDumps decoded = stackwalk::leakcheck::dump::DecodeDumps(
       reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (!format.empty() && format != "folded") request.json = format == "json";
   std::string text;
-  for (const auto& dump : decoded.dumps) {
-    text += stackwalk::leakcheck::dump::RenderDumpReport(dump, request, places);
+  bool view_failed = false;
+  if (view == ViewKind::kLeaks && format != "folded") {
+    for (const auto& dump : decoded.dumps) {
+      text += stackwalk::leakcheck::dump::RenderDumpReport(dump, request, places);
+    }
+  } else if (!decoded.dumps.empty()) {
+    std::string missing;
+    text = RenderView(decoded.dumps.back(), view, format, top, request, places, &missing);
+    if (!missing.empty()) {
+      std::fprintf(stderr, "stackwalk-report: %s: %s\n", path, missing.c_str());
+      if (decoded.error.empty()) view_failed = true;
+    }
   }
   FILE* out = stdout;
   if (!output.empty() && (out = std::fopen(output.c_str(), "w")) == nullptr) {
@@ -135,5 +194,5 @@ int main(int argc, char** argv) {
                  decoded.dumps.empty() ? "" : " (what could be read is reported)");
     return 1;
   }
-  return 0;
+  return view_failed ? 1 : 0;
 }

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "leakcheck/dump/dump_modules.h"
+#include "leakcheck/report_collect.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/mark.h"
 #include "leakcheck/scan/safe_reader.h"
@@ -28,19 +29,7 @@ void CollectHeader(const LeakReport& report, bool scanned, DumpContents* out) {
   p.unix_time_ns = NowUnixNs();
   p.program = report.program;
   p.occasion = report.occasion;
-  const ReportSummary& from = report.summary;
-  DumpSummary& s = out->summary;
-  s.peak_bytes = from.peak_bytes;
-  s.live_allocations = from.live_allocations;
-  s.distinct_stacks = from.distinct_stacks;
-  s.table_bytes = from.table_bytes;
-  s.stack_bytes = from.stack_bytes;
-  s.method = from.method;
-  s.fallback_reason = from.fallback_reason;
-  s.stopped_threads = from.stopped_threads;
-  s.pause_ns = from.pause_ns;
-  s.check_ns = from.check_ns;
-  for (const UnstoppedEntry& u : from.unstopped) s.unstopped.push_back({u.tid, u.why});
+  out->summary = report.summary;  // the recorded figures (the one type both share)
 }
 
 // The pointers between leaked blocks, each pair once.
@@ -72,6 +61,71 @@ bool CollectEdges(const Allocation* blocks, size_t n, const std::vector<Verdict>
   return done;
 }
 
+// What every stack did over the run, and the frames of those no longer live (the allocations and
+// temporary views need them). Their modules are resolved as of now: a stack none of whose blocks
+// is live has no earliest block to date its frames by.
+void CollectStackStats(State& state, const std::vector<NamedStack>& live,
+                       ModuleIndexer* modules, DumpContents* out) {
+  out->has_stack_stats = true;
+  const uint64_t final_epoch = state.peak_epoch.load(std::memory_order_relaxed);
+  const uint64_t now = state.allocations.next_sequence();
+  const uint32_t end = state.stacks.size() + 1;
+  for (uint32_t id = 1; id < end; ++id) {
+    const StackStats* stats = state.stacks.Stats(id);
+    if (stats == nullptr) continue;
+    DumpStackStats s;
+    s.stack_id = id;
+    s.allocations = stats->allocations.load(std::memory_order_relaxed);
+    s.allocated_bytes = stats->allocated_bytes.load(std::memory_order_relaxed);
+    s.live_bytes = stats->live_bytes.load(std::memory_order_relaxed);
+    s.live_blocks = stats->live_blocks.load(std::memory_order_relaxed);
+    s.temporary = stats->temporary.load(std::memory_order_relaxed);
+    s.temporary_bytes = stats->temporary_bytes.load(std::memory_order_relaxed);
+    stats->AtPeak(final_epoch, &s.peak_bytes, &s.peak_blocks);
+    if (s.allocations == 0 && s.live_blocks == 0) continue;
+    out->stack_stats.push_back(s);
+    if (id < live.size() && live[id].earliest != UINT64_MAX) continue;  // listed already
+    void* const* pcs = nullptr;
+    const int count = state.stacks.Frames(id, &pcs);
+    DumpStack dead;
+    dead.id = id;
+    for (uintptr_t pc : ProgramFrames(pcs, count)) dead.frames.push_back(modules->Resolve(pc, now));
+    out->stacks.push_back(std::move(dead));
+  }
+}
+
+// Every thread that allocated: its live bytes now and their peak.
+void CollectThreadTotals(const ThreadRegistry& threads, DumpContents* out) {
+  out->has_thread_totals = true;
+  ThreadRegistry::Thread t;
+  for (uint32_t serial = 1; serial < threads.end(); ++serial) {
+    if (!threads.Lookup(serial, &t)) continue;
+    out->thread_totals.push_back({serial, t.tid, t.exited, t.live_bytes, t.peak_bytes, t.name});
+  }
+}
+
+// The timeline's points, their times from its first; the last one taken now (the state at the
+// dump, whenever the last allocation was).
+void CollectTimeline(State& state, DumpContents* out) {
+  Timeline& timeline = state.timeline;
+  timeline.Sample(Timeline::CoarseNowNs(), state.live_bytes.live.load(std::memory_order_relaxed),
+                  false, state.threads);
+  std::vector<Timeline::Point> points(Timeline::kPoints);
+  const uint32_t n = timeline.Copy(points.data(), Timeline::kPoints, &out->timeline_interval_ns);
+  out->has_timeline = true;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Timeline::Point& p = points[i];
+    DumpTimelinePoint point;
+    point.time_ns = p.time_ns - points[0].time_ns;
+    point.live_bytes = p.live_bytes;
+    point.at_peak = p.at_peak != 0;
+    for (uint32_t t = 0; t < p.threads && t < Timeline::kThreadsPerPoint; ++t) {
+      point.threads.push_back({p.thread[t].serial, p.thread[t].live_bytes});
+    }
+    out->timeline.push_back(std::move(point));
+  }
+}
+
 }  // namespace
 
 DumpContents CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
@@ -97,6 +151,7 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
     for (uintptr_t pc : stack.pcs) s.frames.push_back(modules.Resolve(pc, stack.earliest));
     out.stacks.push_back(std::move(s));
   }
+  CollectStackStats(state, stacks, &modules, &out);
   out.modules = std::move(modules.modules());
 
   std::vector<uint32_t> serials;
@@ -117,6 +172,8 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
     if (!state.threads.Lookup(serial, &t)) continue;
     out.threads.push_back({serial, t.tid, t.peak_bytes, t.name});
   }
+  CollectThreadTotals(state.threads, &out);
+  CollectTimeline(state, &out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leakcheck/dump/dump_format.h"
+#include "leakcheck/recorded_summary.h"
 
 namespace stackwalk::leakcheck::dump {
 
@@ -24,24 +25,8 @@ struct DumpProcess {
   std::string occasion;        // "exit", "signal 12", "request"
 };
 
-struct DumpUnstopped {
-  int32_t tid = 0;
-  std::string why;
-};
-
-struct DumpSummary {
-  uint64_t peak_bytes = 0;
-  uint64_t live_allocations = 0;
-  uint32_t distinct_stacks = 0;
-  uint64_t table_bytes = 0;
-  uint64_t stack_bytes = 0;
-  std::string method = "none";  // "ptrace", "signal" or "none"
-  std::string fallback_reason;
-  uint64_t stopped_threads = 0;
-  uint64_t pause_ns = 0;
-  uint64_t check_ns = 0;
-  std::vector<DumpUnstopped> unstopped;
-};
+// The summary section: the report's recorded figures, as they are (the report's own type).
+using DumpSummary = RecordedSummary;
 
 // The program's options that shape its report (stackwalk-report's defaults).
 struct DumpRendering {
@@ -75,7 +60,8 @@ struct DumpFrame {
 
 struct DumpStack {
   uint32_t id = 0;               // the stack table's id (blocks refer to it)
-  uint64_t earliest = UINT64_MAX;  // sequence number of its earliest live block
+  uint64_t earliest = UINT64_MAX;  // sequence number of its earliest live block; UINT64_MAX:
+                                   // none live (a stack the profile's statistics name)
   std::vector<DumpFrame> frames;   // the program's frames, innermost first
 };
 
@@ -101,6 +87,41 @@ struct DumpThread {
   std::string name;  // "" when unknown
 };
 
+// What one stack did over the run (leakcheck/stack_stats.h), as of the dump.
+struct DumpStackStats {
+  uint32_t stack_id = 0;
+  uint64_t allocations = 0;      // made over the run
+  uint64_t allocated_bytes = 0;
+  uint64_t live_bytes = 0;       // held at the dump
+  uint64_t live_blocks = 0;
+  uint64_t temporary = 0;        // freed by their thread before it allocated again
+  uint64_t temporary_bytes = 0;
+  uint64_t peak_bytes = 0;       // held when the process's live bytes last peaked
+  uint64_t peak_blocks = 0;
+};
+
+// Every thread that allocated, exited or not: its live bytes at the dump and their peak.
+struct DumpThreadTotal {
+  uint32_t serial = 0;
+  int32_t tid = 0;
+  bool exited = false;
+  uint64_t live_bytes = 0;
+  uint64_t peak_bytes = 0;
+  std::string name;  // "" when unknown
+};
+
+// One point of the timeline (leakcheck/timeline.h).
+struct DumpThreadBytes {
+  uint32_t serial = 0;
+  uint64_t live_bytes = 0;
+};
+struct DumpTimelinePoint {
+  uint64_t time_ns = 0;      // since the timeline's first point (CLOCK_MONOTONIC)
+  uint64_t live_bytes = 0;   // the process's
+  bool at_peak = false;      // sampled at a new peak
+  std::vector<DumpThreadBytes> threads;  // the busiest threads, largest first
+};
+
 struct DumpContents {
   uint16_t major = kMajorVersion;  // of the dump read (the writer's own when writing)
   uint16_t minor = kMinorVersion;
@@ -116,6 +137,14 @@ struct DumpContents {
   // Sampling's mean in bytes (leakcheck/sampler.h), 0 when every allocation was recorded: the
   // blocks are then a sample, and a report of them gives estimates.
   uint64_t sample_bytes = 0;
+  // The profile's sections (minor version 2): absent in older dumps.
+  bool has_stack_stats = false;
+  std::vector<DumpStackStats> stack_stats;  // by stack id; stacks no longer live included
+  bool has_thread_totals = false;
+  std::vector<DumpThreadTotal> thread_totals;  // by serial
+  bool has_timeline = false;
+  uint64_t timeline_interval_ns = 0;  // between regular points at the dump (it doubles as it fills)
+  std::vector<DumpTimelinePoint> timeline;  // in time order
 };
 
 }  // namespace stackwalk::leakcheck::dump

@@ -1,5 +1,6 @@
 #include "leakcheck/dump/dump_decode.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "leakcheck/dump/dump_bytes.h"
@@ -22,6 +23,9 @@ const char* SectionName(uint32_t id) {
     case kLeakEdges: return "leak edges";
     case kThreads: return "threads";
     case kSampling: return "sampling";
+    case kStackStats: return "stack statistics";
+    case kThreadTotals: return "thread totals";
+    case kTimeline: return "timeline";
     default: return "unknown";
   }
 }
@@ -62,7 +66,7 @@ void ReadSummary(ByteSource& in, DumpContents& c) {
   const uint32_t n = in.U32();
   if (!in.CanHold(n, 8)) return;
   for (uint32_t i = 0; i < n; ++i) {
-    DumpUnstopped u;
+    UnstoppedEntry u;
     u.tid = in.I32();
     u.why = in.String();
     if (in.failed()) return;
@@ -161,6 +165,62 @@ void ReadThreads(ByteSource& in, DumpContents& c) {
   }
 }
 
+void ReadStackStats(ByteSource& in, DumpContents& c) {
+  const uint32_t n = in.U32();
+  c.has_stack_stats = true;
+  if (!in.CanHold(n, 4 + 8 * 8)) return;
+  c.stack_stats.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpStackStats s;
+    s.stack_id = in.U32();
+    for (uint64_t* v : {&s.allocations, &s.allocated_bytes, &s.live_bytes, &s.live_blocks,
+                        &s.temporary, &s.temporary_bytes, &s.peak_bytes, &s.peak_blocks}) {
+      *v = in.U64();
+    }
+    if (in.failed()) return;
+    c.stack_stats.push_back(s);
+  }
+}
+
+void ReadThreadTotals(ByteSource& in, DumpContents& c) {
+  const uint32_t n = in.U32();
+  c.has_thread_totals = true;
+  if (!in.CanHold(n, 4 + 4 + 1 + 8 + 8 + 4)) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpThreadTotal t;
+    t.serial = in.U32();
+    t.tid = in.I32();
+    t.exited = in.U8() != 0;
+    t.live_bytes = in.U64();
+    t.peak_bytes = in.U64();
+    t.name = in.String();
+    if (in.failed()) return;
+    c.thread_totals.push_back(std::move(t));
+  }
+}
+
+void ReadTimeline(ByteSource& in, DumpContents& c) {
+  c.has_timeline = true;
+  c.timeline_interval_ns = in.U64();
+  const uint32_t n = in.U32();
+  if (!in.CanHold(n, 8 + 8 + 1 + 1)) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    DumpTimelinePoint p;
+    p.time_ns = in.U64();
+    p.live_bytes = in.U64();
+    p.at_peak = in.U8() != 0;
+    const uint8_t threads = in.U8();
+    for (uint8_t t = 0; t < threads && !in.failed(); ++t) {
+      DumpThreadBytes b;
+      b.serial = in.U32();
+      b.live_bytes = in.U64();
+      p.threads.push_back(b);
+    }
+    if (in.failed()) return;
+    c.timeline.push_back(std::move(p));
+  }
+}
+
 // What refers to something else must refer to something there: a bad item is dropped (or, for
 // a frame, made a frame in no known object), and the first one found is the error.
 std::string CheckReferences(DumpContents& c) {
@@ -200,6 +260,18 @@ std::string CheckReferences(DumpContents& c) {
     c.edges[kept++] = e;
   }
   c.edges.resize(kept);
+  std::vector<uint32_t> ids;
+  for (const DumpStack& s : c.stacks) ids.push_back(s.id);
+  std::sort(ids.begin(), ids.end());
+  kept = 0;
+  for (const DumpStackStats& s : c.stack_stats) {
+    if (!std::binary_search(ids.begin(), ids.end(), s.stack_id)) {
+      if (error.empty()) error = "stack statistics name stack " + std::to_string(s.stack_id) + ", which is not in the dump";
+      continue;
+    }
+    c.stack_stats[kept++] = s;
+  }
+  c.stack_stats.resize(kept);
   return error;
 }
 
@@ -300,7 +372,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
     }
     // A cut section is read as far as it goes (the best partial report).
     ByteSource in(data + payload, past_end ? end - payload : length, payload);
-    if (id <= kSampling) {
+    if (id <= kLastSection) {
       if (seen & (1u << id)) {
         return fail("section " + std::string(SectionName(id)) + " appears twice in " + where);
       }
@@ -324,6 +396,9 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
                       std::to_string(kMaxSampleBytes));
         }
         break;
+      case kStackStats: ReadStackStats(in, c); break;
+      case kThreadTotals: ReadThreadTotals(in, c); break;
+      case kTimeline: ReadTimeline(in, c); break;
       default: break;  // a later writer's section: skipped
     }
     if (past_end) return cut();

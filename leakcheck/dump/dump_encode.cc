@@ -17,6 +17,19 @@ void Section(ByteSink& out, SectionId id, Fn&& payload) {
   out.PatchU64(length_at, out.size() - start);
 }
 
+// A counted list: its count (u32, or u64 where the format says so), then each item as `item`
+// writes it.
+template <class T, class Fn>
+void List(ByteSink& out, const std::vector<T>& items, Fn&& item) {
+  out.U32(static_cast<uint32_t>(items.size()));
+  for (const T& t : items) item(t);
+}
+template <class T, class Fn>
+void List64(ByteSink& out, const std::vector<T>& items, Fn&& item) {
+  out.U64(items.size());
+  for (const T& t : items) item(t);
+}
+
 void Range(ByteSink& out, const AddressRange64& r) {
   out.U64(r.lo);
   out.U64(r.hi);
@@ -56,11 +69,10 @@ std::string EncodeDump(const DumpContents& c) {
     out.U64(s.stopped_threads);
     out.U64(s.pause_ns);
     out.U64(s.check_ns);
-    out.U32(static_cast<uint32_t>(s.unstopped.size()));
-    for (const DumpUnstopped& u : s.unstopped) {
+    List(out, s.unstopped, [&](const UnstoppedEntry& u) {
       out.I32(u.tid);
       out.String(u.why);
-    }
+    });
   });
   Section(out, kRendering, [&] {
     const DumpRendering& r = c.rendering;
@@ -71,8 +83,7 @@ std::string EncodeDump(const DumpContents& c) {
     out.String(r.suppressions);
   });
   Section(out, kModules, [&] {
-    out.U32(static_cast<uint32_t>(c.modules.size()));
-    for (const DumpModule& m : c.modules) {
+    List(out, c.modules, [&](const DumpModule& m) {
       out.String(m.path);
       const size_t id_bytes = m.build_id.size() < 0xFF ? m.build_id.size() : 0xFF;
       out.U8(static_cast<uint8_t>(id_bytes));
@@ -83,50 +94,84 @@ std::string EncodeDump(const DumpContents& c) {
       const size_t ranges = m.exec.size() < 0xFF ? m.exec.size() : 0xFF;  // a u8 count
       out.U8(static_cast<uint8_t>(ranges));
       for (size_t i = 0; i < ranges; ++i) Range(out, m.exec[i]);
-    }
+    });
   });
   Section(out, kStacks, [&] {
-    out.U32(static_cast<uint32_t>(c.stacks.size()));
-    for (const DumpStack& s : c.stacks) {
+    List(out, c.stacks, [&](const DumpStack& s) {
       out.U32(s.id);
       out.U64(s.earliest);
-      out.U32(static_cast<uint32_t>(s.frames.size()));
-      for (const DumpFrame& f : s.frames) {
+      List(out, s.frames, [&](const DumpFrame& f) {
         out.U32(f.module);
         out.U64(f.offset);
-      }
-    }
+      });
+    });
   });
   Section(out, kBlocks, [&] {
-    out.U64(c.blocks.size());
-    for (const DumpBlock& b : c.blocks) {
+    List64(out, c.blocks, [&](const DumpBlock& b) {
       out.U64(b.address);
       out.U64(b.size);
       out.U64(b.sequence);
       out.U32(b.stack_id);
       out.I32(b.thread);
       out.U8(b.verdict);
-    }
+    });
   });
   if (c.has_edges) {
     Section(out, kLeakEdges, [&] {
-      out.U64(c.edges.size());
-      for (const DumpEdge& e : c.edges) {
+      List64(out, c.edges, [&](const DumpEdge& e) {
         out.U32(e.from);
         out.U32(e.to);
-      }
+      });
     });
   }
   Section(out, kThreads, [&] {
-    out.U32(static_cast<uint32_t>(c.threads.size()));
-    for (const DumpThread& t : c.threads) {
+    List(out, c.threads, [&](const DumpThread& t) {
       out.U32(t.serial);
       out.I32(t.tid);
       out.U64(t.peak_bytes);
       out.String(t.name);
-    }
+    });
   });
   if (c.sample_bytes != 0) Section(out, kSampling, [&] { out.U64(c.sample_bytes); });
+  if (c.has_stack_stats) {
+    Section(out, kStackStats, [&] {
+      List(out, c.stack_stats, [&](const DumpStackStats& s) {
+        out.U32(s.stack_id);
+        for (uint64_t v : {s.allocations, s.allocated_bytes, s.live_bytes, s.live_blocks,
+                           s.temporary, s.temporary_bytes, s.peak_bytes, s.peak_blocks}) {
+          out.U64(v);
+        }
+      });
+    });
+  }
+  if (c.has_thread_totals) {
+    Section(out, kThreadTotals, [&] {
+      List(out, c.thread_totals, [&](const DumpThreadTotal& t) {
+        out.U32(t.serial);
+        out.I32(t.tid);
+        out.U8(t.exited ? 1 : 0);
+        out.U64(t.live_bytes);
+        out.U64(t.peak_bytes);
+        out.String(t.name);
+      });
+    });
+  }
+  if (c.has_timeline) {
+    Section(out, kTimeline, [&] {
+      out.U64(c.timeline_interval_ns);
+      List(out, c.timeline, [&](const DumpTimelinePoint& p) {
+        out.U64(p.time_ns);
+        out.U64(p.live_bytes);
+        out.U8(p.at_peak ? 1 : 0);
+        const size_t n = p.threads.size() < 0xFF ? p.threads.size() : 0xFF;  // a u8 count
+        out.U8(static_cast<uint8_t>(n));
+        for (size_t i = 0; i < n; ++i) {
+          out.U32(p.threads[i].serial);
+          out.U64(p.threads[i].live_bytes);
+        }
+      });
+    });
+  }
   Section(out, kEnd, [] {});
   out.PatchU64(total_at, out.size());
   return std::move(out.bytes());

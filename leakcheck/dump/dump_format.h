@@ -14,7 +14,7 @@ constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'D', 'U', 'M', 'P'};
 // A reader reads every dump of its major version (unknown sections skipped) and refuses a newer
 // major one; minor versions only add sections or append fields at the end of a section.
 constexpr uint16_t kMajorVersion = 1;
-constexpr uint16_t kMinorVersion = 1;  // 1.1: the sampling section
+constexpr uint16_t kMinorVersion = 2;  // 1.1: the sampling section; 1.2: the profile's sections
 // magic, major, minor, header bytes (u32), dump bytes (u64): what every version starts with.
 constexpr uint32_t kHeaderBytes = 8 + 2 + 2 + 4 + 8;
 // id (u32), flags (u32, 0 so far), payload bytes (u64).
@@ -31,6 +31,10 @@ enum SectionId : uint32_t {
   kLeakEdges = 7,   // pointers between leaked blocks (what suppressing a leak takes with it)
   kThreads = 8,     // the threads that allocated live blocks
   kSampling = 9,    // present when sampled: the mean; the blocks are a sample (1.1 on)
+  kStackStats = 10,  // what each stack did over the run (profile views), live or not (1.2 on)
+  kThreadTotals = 11,  // every thread's live bytes and peak (the threads view)
+  kTimeline = 12,   // live bytes over time, total and for the busiest threads
+  kLastSection = kTimeline,
 };
 
 // A frame's module index when its PC is in no known object: the offset is then the PC itself.

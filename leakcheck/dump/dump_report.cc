@@ -33,19 +33,7 @@ void CopyHeader(const DumpContents& dump, LeakReport* report) {
   report->pid = p.pid;
   report->program = p.program.empty() ? "?" : p.program;
   report->sample_bytes = dump.sample_bytes;
-  const DumpSummary& from = dump.summary;
-  ReportSummary& s = report->summary;
-  s.peak_bytes = from.peak_bytes;
-  s.live_allocations = from.live_allocations;
-  s.distinct_stacks = from.distinct_stacks;
-  s.table_bytes = from.table_bytes;
-  s.stack_bytes = from.stack_bytes;
-  s.method = from.method;
-  s.fallback_reason = from.fallback_reason;
-  s.stopped_threads = from.stopped_threads;
-  s.pause_ns = from.pause_ns;
-  s.check_ns = from.check_ns;
-  for (const DumpUnstopped& u : from.unstopped) s.unstopped.push_back({u.tid, u.why});
+  static_cast<RecordedSummary&>(report->summary) = dump.summary;  // the one type both share
 }
 
 // The suppress stage's spread over the dump's leak edges: what each seed holds, transitively.
@@ -95,6 +83,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   for (const DumpStack& s : dump.stacks) {
     NamedStack& named = stacks[stack_index.at(s.id)];
     if (named.earliest != UINT64_MAX) continue;  // a stack listed twice: its first
+    if (s.earliest == UINT64_MAX) continue;  // no live block: the profile's, not the report's
     named.earliest = s.earliest;
     for (const DumpFrame& f : s.frames) {
       named.pcs.push_back(static_cast<uintptr_t>(

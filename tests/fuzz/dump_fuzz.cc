@@ -45,7 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const DumpContents& r = reread.dumps[0];
     Check(r.blocks.size() == dump.blocks.size() && r.stacks.size() == dump.stacks.size() &&
           r.modules.size() == dump.modules.size() && r.edges.size() == dump.edges.size() &&
-          r.threads.size() == dump.threads.size() && r.process.program == dump.process.program);
+          r.threads.size() == dump.threads.size() && r.process.program == dump.process.program &&
+          r.stack_stats.size() == dump.stack_stats.size() &&
+          r.thread_totals.size() == dump.thread_totals.size() &&
+          r.timeline.size() == dump.timeline.size());
   }
   return 0;
 }
