@@ -1,7 +1,8 @@
 // stackwalk-report's memory-profile views over the dump of a real checked program with known
 // allocation sites (fixtures/profile_sites.c): each view's figures for those sites checked
-// exactly, its JSON parsed, its folded output summed against the view's total; old dumps (no
-// statistics) give a clear error.
+// exactly, its JSON parsed, its folded output summed against the view's total, its flame graph
+// (SVG) and the HTML page checked for the same figures; old dumps (no statistics) give a clear
+// error.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -222,6 +224,111 @@ TEST(ProfileViews, FoldedValuesSumToTheViewsTotal) {
   EXPECT_NE(folded.find("main;temporary_site 100\n"), std::string::npos) << folded;
 }
 
+// The value of `attribute` on the first element that has it, or "" when none does.
+std::string Attribute(const std::string& markup, const std::string& attribute, size_t from = 0) {
+  const std::string key = " " + attribute + "=\"";
+  const size_t at = markup.find(key, from);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  return markup.substr(start, markup.find('"', start) - start);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ProfileViews, EachStackViewsFlameGraphHoldsItsSitesAndSumsToItsTotal) {
+  const std::map<std::string, std::vector<std::string>> sites = {
+      {"peak", {"peak_site", "growth_site", "after_peak_site"}},
+      {"allocations", {"temporary_site", "growth_site", "peak_site", "thread_site"}},
+      {"temporary", {"temporary_site"}},
+      {"live", {"growth_site", "after_peak_site", "thread_site"}},
+      {"leaks", {"leak_site"}},
+  };
+  for (const auto& [view, names] : sites) {
+    SCOPED_TRACE(view);
+    int status = -1;
+    const std::string svg = Report("--view " + view + " --format svg " + SitesDump(), &status);
+    ASSERT_EQ(status, 0) << svg;
+    ASSERT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 200);
+    EXPECT_NE(svg.find("</svg>"), std::string::npos);
+    for (const std::string& site : names) {
+      EXPECT_NE(svg.find("<title>" + site + "\n"), std::string::npos) << site;
+    }
+    // The graph's total is the folded output's sum, which is the view's total (above).
+    int lines = 0;
+    const uint64_t folded = FoldedSum(Report("--view " + view + " --format folded " + SitesDump()), &lines);
+    EXPECT_GT(folded, 0u);
+    EXPECT_EQ(Attribute(svg, "data-total"), std::to_string(folded));
+    const bool by_count = view == "allocations" || view == "temporary";
+    EXPECT_EQ(Attribute(svg, "data-unit"), by_count ? "count" : "bytes");
+  }
+  EXPECT_EQ(Attribute(Report("--view peak --format svg " + SitesDump()), "data-total"),
+            std::to_string(View("peak")["total_bytes"].get<uint64_t>()));
+}
+
+TEST(ProfileViews, TheHtmlPageHasTheTimelineTablesAndFlameGraphs) {
+  int status = -1;
+  const std::string page = Report("--format html " + SitesDump(), &status);
+  ASSERT_EQ(status, 0) << page.substr(0, 400);
+  ASSERT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  // Self-contained: nothing fetched.
+  EXPECT_EQ(page.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(page.find("href=\"http"), std::string::npos);
+  // The summary: the process and its totals.
+  EXPECT_NE(page.find("profile_sites"), std::string::npos);
+  const uint64_t peak = View("peak")["peak_bytes"].get<uint64_t>();
+  std::string grouped = std::to_string(peak);
+  for (size_t at = grouped.size(); at > 3; at -= 3) grouped.insert(at - 3, ",");
+  EXPECT_NE(page.find("<th>peak</th><td>" + grouped + " bytes</td>"), std::string::npos) << grouped;
+  // The timeline chart: its total line and each worker's series.
+  EXPECT_NE(page.find("<h2>Live bytes over time</h2>"), std::string::npos);
+  EXPECT_NE(page.find("#1f4e9a"), std::string::npos);  // timeline_chart.h's kTotalLineColour
+  EXPECT_NE(page.find("worker-a["), std::string::npos);
+  EXPECT_NE(page.find("worker-b["), std::string::npos);
+  // The tables' known figures: the 1 MiB peak block, temporary_site's 100 allocations, the
+  // workers' 30,000 and 10,000 live bytes.
+  for (const char* title : {"Top stacks: peak", "Top stacks: allocations", "Top stacks: temporary",
+                            "Top stacks: live", "Threads by peak"}) {
+    EXPECT_NE(page.find(std::string("<h2>") + title), std::string::npos) << title;
+  }
+  EXPECT_NE(page.find("<td class=\"number\">1,048,576</td><td class=\"number\">"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td class=\"number\">100</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>temporary_site &lt; main"), std::string::npos);
+  EXPECT_NE(page.find("<td>worker-a</td><td class=\"number\">30,000</td><td "
+                      "class=\"number\">30,000</td>"),
+            std::string::npos);
+  // A flame graph per stack view, each an inline <svg> with the view's total.
+  EXPECT_EQ(Count(page, "<section class=\"flame\">"), 4u);
+  EXPECT_EQ(Count(page, "class=\"fg-root\""), 4u);
+  const size_t peak_graph = page.find("<h2>peak view: ");
+  ASSERT_NE(peak_graph, std::string::npos);
+  EXPECT_EQ(Attribute(page, "data-total", peak_graph), std::to_string(View("peak")["total_bytes"].get<uint64_t>()));
+  const size_t allocations_graph = page.find("<h2>allocations view: ");
+  ASSERT_NE(allocations_graph, std::string::npos);
+  EXPECT_EQ(Attribute(page, "data-total", allocations_graph),
+            std::to_string(View("allocations")["total_allocations"].get<uint64_t>()));
+  // --view picks the view shown first.
+  const std::string live_first = Report("--view live --format html " + SitesDump(), &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_LT(live_first.find("<h2>live view: "), live_first.find("<h2>peak view: "));
+}
+
+TEST(ProfileViews, AViewWithoutStacksHasNoFlameGraph) {
+  for (const char* view : {"threads", "timeline"}) {
+    SCOPED_TRACE(view);
+    int status = -1;
+    Report(std::string("--view ") + view + " --format svg " + SitesDump(), &status);
+    EXPECT_EQ(status, 2);
+    const std::string err = Read(::testing::TempDir() + "profile_views.out." + std::to_string(getpid()) + ".err");
+    EXPECT_NE(err.find(std::string("--view ") + view + " --format svg"), std::string::npos) << err;
+  }
+}
+
 TEST(ProfileViews, TextShowsTheTopStacks) {
   const std::string text = Report("--view peak --top 1 " + SitesDump());
   EXPECT_NE(text.find("#1 1048576 byte(s)"), std::string::npos) << text;
@@ -260,7 +367,7 @@ TEST(ProfileViews, BadViewOrFormatIsRefused) {
   int status = -1;
   Report("--view nothing " + SitesDump(), &status);
   EXPECT_EQ(status, 2);
-  Report("--format svg " + SitesDump(), &status);
+  Report("--format pdf " + SitesDump(), &status);
   EXPECT_EQ(status, 2);
   Report("--top x " + SitesDump(), &status);
   EXPECT_EQ(status, 2);

@@ -7,7 +7,8 @@
 // The leaks view (the default): each dump in DUMP (a program that reported several times
 // appended one per report) is rendered in turn. The profile views (peak, allocations, temporary,
 // live, threads; leakcheck/dump/profile_view.h) render the last dump: its figures cover the
-// whole run up to it. Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
+// whole run up to it. --format svg draws a stack view as a flame graph; --format html makes one
+// page of the last dump's whole profile (leakcheck/dump/profile_page.h). Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
 // a dump is truncated or corrupt (the error names the byte, and what could be read is still
 // rendered); 2 for a bad command line.
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_report.h"
+#include "leakcheck/dump/profile_page.h"
 #include "leakcheck/dump/profile_render.h"
 #include "leakcheck/dump/profile_view.h"
 
@@ -45,9 +47,13 @@ constexpr char kHelp[] =
     "                      before their thread allocated again), live (blocks live at the\n"
     "                      dump), threads (each thread's live bytes and peak), timeline (live\n"
     "                      bytes over time, total and the busiest threads; --top N points)\n"
-    "  --format=F          text, json or folded (flame graph input: flamegraph.pl, inferno,\n"
-    "                      speedscope); leaks default to the program's format, views to text\n"
-    "  --top=N             the N largest stacks (text, JSON; default 10 in text, all in JSON)\n"
+    "  --format=F          text, json, folded (flame graph input: flamegraph.pl, inferno,\n"
+    "                      speedscope), svg (a stack view's interactive flame graph) or html\n"
+    "                      (one page of the whole profile: summary, timeline chart, top tables,\n"
+    "                      flame graphs; --view picks the view shown first); leaks default to\n"
+    "                      the program's format, views to text\n"
+    "  --top=N             the N largest stacks (text, JSON, HTML tables; default 10 in text\n"
+    "                      and HTML, all in JSON)\n"
     "  -o, --output=FILE   write the report to FILE instead of standard output\n"
     "  --suppressions=FILE leaks to leave out (LeakSanitizer's format); repeatable; replaces\n"
     "                      the files the program was given\n"
@@ -84,10 +90,15 @@ std::string RenderView(const stackwalk::leakcheck::dump::DumpContents& dump, Vie
                        const NamingPlaces& places, std::string* missing) {
   namespace lc = stackwalk::leakcheck::dump;
   lc::DumpNamer namer(dump, places);
+  if (format == "html") {
+    return lc::RenderProfilePage(dump, &namer, kind, top < 0 ? 10 : static_cast<size_t>(top),
+                                 missing);
+  }
   const lc::ProfileView view =
       kind == ViewKind::kLeaks ? lc::LeaksView(lc::ReportFromDump(dump, request, &namer))
                                : lc::BuildProfileView(dump, kind, &namer);
   *missing = view.missing;
+  if (format == "svg") return lc::RenderViewSvg(view);
   if (format == "folded") return lc::RenderViewFolded(view);
   if (format == "json") return lc::RenderViewJson(view, top < 0 ? 0 : static_cast<size_t>(top));
   return lc::RenderViewText(view, top < 0 ? 10 : static_cast<size_t>(top));
@@ -125,8 +136,9 @@ int main(int argc, char** argv) {
     switch (c) {
       case kFormat:
         format = optarg;
-        if (format != "text" && format != "json" && format != "folded") {
-          return Usage("--format takes text, json or folded");
+        if (format != "text" && format != "json" && format != "folded" && format != "svg" &&
+            format != "html") {
+          return Usage("--format takes text, json, folded, svg or html");
         }
         break;
       case kView:
@@ -154,7 +166,14 @@ int main(int argc, char** argv) {
     }
   }
   if (view == ViewKind::kTimeline && format == "folded") {
-    return Usage("the timeline has no stacks to fold: --format text or json");
+    return Usage("--view timeline --format folded: the timeline has no stacks to fold; "
+                 "--format text, json or html");
+  }
+  if (format == "svg" && !stackwalk::leakcheck::dump::ViewHasStacks(view)) {
+    const std::string why = std::string("--view ") + stackwalk::leakcheck::dump::ViewName(view) +
+                            " --format svg: the view has no stacks to draw as a flame graph; "
+                            "--format text, json or html";
+    return Usage(why.c_str());
   }
   if (optind + 1 != argc) return Usage(optind == argc ? "no DUMP given" : "one DUMP only");
   while (places.sysroot.size() > 1 && places.sysroot.back() == '/') places.sysroot.pop_back();
@@ -166,10 +185,10 @@ int main(int argc, char** argv) {
   }
   const DecodedDumps decoded = stackwalk::leakcheck::dump::DecodeDumps(
       reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  if (!format.empty() && format != "folded") request.json = format == "json";
+  if (format == "text" || format == "json") request.json = format == "json";
   std::string text;
   bool view_failed = false;
-  if (view == ViewKind::kLeaks && format != "folded") {
+  if (view == ViewKind::kLeaks && (format.empty() || format == "text" || format == "json")) {
     for (const auto& dump : decoded.dumps) {
       text += stackwalk::leakcheck::dump::RenderDumpReport(dump, request, places);
     }
