@@ -11,6 +11,7 @@
 
 #include "core/module_map.h"
 #include "leakcheck/dump/dump_format.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/spin_lock.h"
 
@@ -36,7 +37,9 @@ struct ForkCopy {
   void* copy;         // its private copy; nullptr: none could be made
   size_t bytes;
 };
-ForkCopy* g_fork_copies = nullptr;
+// In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
+// leave the child sharing its parent's live tables.
+ForkCopy g_fork_copies[record::kExtentCapacity];
 size_t g_fork_copy_count = 0;
 
 // Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
@@ -116,6 +119,16 @@ bool Attached() {
   return state == kAttached;
 }
 
+// Whether the region is still this process's: a child made without the fork handlers (glibc's
+// _Fork, a raw clone) shares its parent's pieces and header, and must not grow, retire or mark
+// them. Called where pieces are mapped or retired (rare), never per allocation.
+bool OwnsRegion() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return false;
+  if (g_header->pid == static_cast<int32_t>(getpid())) return true;
+  g_state.store(kNone, std::memory_order_release);  // the parent's: let go of it, touch nothing
+  return false;
+}
+
 // A free (or retired) directory row, marked busy; nullptr if none is left.
 Extent* TakeRow() {
   for (uint32_t i = 0; i < record::kExtentCapacity; ++i) {
@@ -149,7 +162,7 @@ Extent* LiveRowAt(uintptr_t address) {
 }  // namespace
 
 void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
-  if (!Attached()) return OwnMap(bytes);
+  if (!Attached() || !OwnsRegion()) return OwnMap(bytes);
   // Offsets in the region are whole pages (mmap's rule); the tail of the last page is unused.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes = (bytes + page - 1) & ~(page - 1);
@@ -182,7 +195,7 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
 
 void RecordUnmap(void* address, size_t bytes) {
   if (address == nullptr) return;
-  if (g_state.load(std::memory_order_acquire) == kAttached) {
+  if (OwnsRegion()) {
     if (Extent* row = LiveRowAt(reinterpret_cast<uintptr_t>(address))) {
       const uint64_t offset = row->offset;
       __atomic_store_n(&row->state, uint64_t{record::kDead}, __ATOMIC_RELEASE);
@@ -195,7 +208,7 @@ void RecordUnmap(void* address, size_t bytes) {
 }
 
 void RecordModules() {
-  if (!Attached()) return;
+  if (!Attached() || !OwnsRegion()) return;
   internal::ModuleMap& map = internal::ModuleMap::Global();
   map.RefreshIfChanged();
   internal::ModuleMap::Reader reader(map);
@@ -243,10 +256,6 @@ void RecordModules() {
 void RecordBeforeFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   g_grow_lock.Lock();  // no piece is mapped until the fork is over
-  if (g_fork_copies == nullptr) {
-    g_fork_copies = static_cast<ForkCopy*>(OwnMap(sizeof(ForkCopy) * record::kExtentCapacity));
-    if (g_fork_copies == nullptr) return;
-  }
   g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
@@ -266,7 +275,7 @@ void RecordBeforeFork() {
 
 void RecordAfterForkParent() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
-  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
     if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
   }
   g_fork_copy_count = 0;
@@ -275,23 +284,42 @@ void RecordAfterForkParent() {
 
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  bool lost_tables = false;
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
-  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
     const ForkCopy& piece = g_fork_copies[i];
     void* shared = reinterpret_cast<void*>(piece.address);
     void* copy = piece.copy;
     if (copy == nullptr) {
       copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (copy == MAP_FAILED) continue;  // out of memory: the child goes on sharing this one
-      CopyResident(copy, shared, piece.bytes);
+      if (copy != MAP_FAILED) {
+        CopyResident(copy, shared, piece.bytes);
+      } else {
+        copy = nullptr;
+      }
     }
     // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
     // pointers stay valid, and the parent's region no longer sees this process's writes.
-    if (mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
-        MAP_FAILED) {
-      munmap(copy, piece.bytes);
+    if (copy != nullptr &&
+        mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
+      continue;
     }
+    if (copy != nullptr) munmap(copy, piece.bytes);
+    // No copy: the child must still never write its parent's tables. Zero private pages in their
+    // place (the child's tables lose what they held then, said once), or, failing even that, the
+    // child ends rather than corrupt the parent's record.
+    if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+             -1, 0) == MAP_FAILED) {
+      _exit(127);
+    }
+    lost_tables = true;
+  }
+  if (lost_tables) {
+    static const char kNote[] =
+        "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
+    const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
+    (void)ignored;
   }
   g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
@@ -302,7 +330,7 @@ void RecordLeaveAfterFork() {
 }
 
 void RecordExitReported() {
-  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  if (!OwnsRegion()) return;
   __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
 }
 
