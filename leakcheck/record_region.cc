@@ -25,6 +25,9 @@ enum AttachState : int { kUnknown = 0, kAttaching = 1, kAttached = 2, kNone = 3 
 std::atomic<int> g_state{kUnknown};
 Header* g_header = nullptr;
 int g_fd = -1;
+dev_t g_fd_device = 0;   // the memfd's identity at Attach: the program may close descriptor 498
+ino_t g_fd_inode = 0;    // and get a file of its own there, which must never be truncated
+std::atomic<bool> g_fd_lost{false};  // set for good once descriptor 498 is something else
 SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never shrinks it then)
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
@@ -82,7 +85,12 @@ bool Attach() {
   const long fd = EnvNumber(record::kDescriptorVariable);
   if (fd < 3 || EnvNumber("STACKWALK_LEAKCHECK_PID") != static_cast<long>(getpid())) return false;
   struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // A memfd: a regular file with no name (a file of the program's own must never be truncated).
+  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0) {
+    return false;
+  }
+  g_fd_device = st.st_dev;
+  g_fd_inode = st.st_ino;
   if (ftruncate(static_cast<int>(fd), 0) != 0 ||
       ftruncate(static_cast<int>(fd), static_cast<off_t>(record::kHeaderBytes)) != 0) {
     return false;
@@ -104,6 +112,16 @@ bool Attach() {
   __atomic_thread_fence(__ATOMIC_RELEASE);
   std::memcpy(g_header->magic, record::kMagic, sizeof(record::kMagic));
   return true;
+}
+
+// Whether g_fd is still the memfd Attach took (fstat: the program may have closed it and opened
+// something else at that number). Checked before each ftruncate and hole punch, both rare.
+bool RegionFdIsOurs() {
+  if (g_fd_lost.load(std::memory_order_relaxed)) return false;
+  struct stat st;
+  if (fstat(g_fd, &st) == 0 && st.st_dev == g_fd_device && st.st_ino == g_fd_inode) return true;
+  g_fd_lost.store(true, std::memory_order_relaxed);  // never touched again
+  return false;
 }
 
 bool Attached() {
@@ -174,7 +192,10 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
   // Held until the piece is listed: a fork (RecordBeforeFork) sees every piece mapped.
   SpinLockHolder hold(g_grow_lock);
   const uint64_t offset = g_size;
-  if (ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+  if (!RegionFdIsOurs() ||
+      ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+    // Recorded privately: the reader says the record lacks it.
+    __atomic_fetch_add(&g_header->lost_extents, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
     return OwnMap(bytes);
   }
@@ -200,7 +221,7 @@ void RecordUnmap(void* address, size_t bytes) {
       const uint64_t offset = row->offset;
       __atomic_store_n(&row->state, uint64_t{record::kDead}, __ATOMIC_RELEASE);
       // The region keeps its size (offsets are never reused) but not the pages.
-      fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+      if (RegionFdIsOurs()) fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
                 static_cast<off_t>(bytes));
     }
   }

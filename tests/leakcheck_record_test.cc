@@ -217,6 +217,65 @@ TEST(RecordRegion, AForkedChildsRecordsStayOutOfItsParentsRegionAndTheParentsOut
   for (uint64_t i = 0; i < kLaterBlocks; ++i) t.allocations.Remove(kLater + i * 64);
 }
 
+// A child made without the fork handlers (glibc's _Fork, a raw clone) shares its parent's pieces:
+// mapping a piece, or reporting its exit, must leave its parent's region as it was.
+TEST(RecordRegion, AChildForkedWithoutTheHandlersLeavesItsParentsRegionAlone) {
+  TheTables();
+  struct stat before;
+  ASSERT_EQ(fstat(record::kDescriptor, &before), 0);
+  const pid_t child = fork();  // no RecordBeforeFork / RecordLeaveAfterFork
+  if (child == 0) {
+    void* piece = RecordMap(1 << 20, record::kAllocationSlots, 12345);
+    RecordExitReported();
+    _exit(piece == nullptr ? 1 : RecordRegionAttached() ? 2 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no piece; 2: the child kept the region";
+  struct stat after;
+  ASSERT_EQ(fstat(record::kDescriptor, &after), 0);
+  EXPECT_EQ(after.st_size, before.st_size) << "the child grew its parent's region";
+  const std::vector<uint8_t> bytes = RegionBytes();
+  ASSERT_GE(bytes.size(), sizeof(record::Header));
+  EXPECT_EQ(reinterpret_cast<const record::Header*>(bytes.data())->exit_reported, 0u);
+}
+
+// In a process of its own (a death test re-runs this binary: a region of its own, at 498).
+class RecordRegionAlone : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+// The program closes descriptor 498 and opens a file of its own there: the checker must never
+// truncate it or punch holes in it; its tables go on in its own memory.
+TEST_F(RecordRegionAlone, AFileOfTheProgramsOwnAtTheRegionsDescriptorIsNeverTouched) {
+  EXPECT_EXIT(
+      {
+        void* first = RecordMap(4096, record::kAllocationSlots, 1);
+        if (first == nullptr) _exit(1);
+        char path[] = "/tmp/record_test_own_XXXXXX";
+        const int own = mkstemp(path);
+        if (own < 0) _exit(2);
+        unlink(path);
+        std::string data(10000, 'u');
+        if (write(own, data.data(), data.size()) != static_cast<ssize_t>(data.size())) _exit(3);
+        if (dup2(own, record::kDescriptor) != record::kDescriptor) _exit(4);
+        RecordUnmap(first, 4096);                             // would punch a hole
+        void* second = RecordMap(1 << 20, record::kAllocationSlots, 2);  // would truncate
+        if (second == nullptr) _exit(5);
+        std::memset(second, 1, 1 << 20);
+        struct stat st;
+        std::string back(data.size(), '\0');
+        if (fstat(record::kDescriptor, &st) != 0 || st.st_size != 10000) _exit(6);
+        if (pread(record::kDescriptor, back.data(), back.size(), 0) != 10000 || back != data) {
+          _exit(7);
+        }
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(RecordRegion, ARegionCutAnywhereOrCorruptedIsReadWithoutACrash) {
   Tables& t = TheTables();
   const uint32_t stack = InternSiteStack(4);
