@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,15 @@ long EnvNumber(const char* name) {
   return value;
 }
 
+// Whether the file size limit allows the region `bytes` long: ftruncate beyond RLIMIT_FSIZE
+// raises SIGXFSZ, which kills the program. Past it, pieces are the process's own memory instead
+// (the record then lacks them: the reader says which).
+bool SizeAllowed(uint64_t bytes) {
+  struct rlimit limit;
+  return getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+         bytes <= limit.rlim_cur;
+}
+
 // The region is this process's if the launcher named it and this is the process it checks (the
 // same pid: a wrapper's exec of the program keeps it). Each new image starts it afresh: what an
 // earlier image of this process recorded went with its memory.
@@ -91,7 +101,7 @@ bool Attach() {
   }
   g_fd_device = st.st_dev;
   g_fd_inode = st.st_ino;
-  if (ftruncate(static_cast<int>(fd), 0) != 0 ||
+  if (!SizeAllowed(record::kHeaderBytes) || ftruncate(static_cast<int>(fd), 0) != 0 ||
       ftruncate(static_cast<int>(fd), static_cast<off_t>(record::kHeaderBytes)) != 0) {
     return false;
   }
@@ -192,7 +202,7 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
   // Held until the piece is listed: a fork (RecordBeforeFork) sees every piece mapped.
   SpinLockHolder hold(g_grow_lock);
   const uint64_t offset = g_size;
-  if (!RegionFdIsOurs() ||
+  if (!SizeAllowed(offset + bytes) || !RegionFdIsOurs() ||
       ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
     // Recorded privately: the reader says the record lacks it.
     __atomic_fetch_add(&g_header->lost_extents, 1, __ATOMIC_RELAXED);

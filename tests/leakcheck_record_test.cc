@@ -5,6 +5,7 @@
 // or corrupted is read without a crash, saying what it could not read.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,33 +248,54 @@ class RecordRegionAlone : public ::testing::Test {
   void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
 };
 
+int OwnFileAtTheRegionsDescriptor() {
+  void* first = RecordMap(4096, record::kAllocationSlots, 1);
+  if (first == nullptr) return 1;
+  char path[] = "/tmp/record_test_own_XXXXXX";
+  const int own = mkstemp(path);
+  if (own < 0) return 2;
+  unlink(path);
+  std::string data(10000, 'u');
+  if (write(own, data.data(), data.size()) != static_cast<ssize_t>(data.size())) return 3;
+  if (dup2(own, record::kDescriptor) != record::kDescriptor) return 4;
+  RecordUnmap(first, 4096);                                        // would punch a hole
+  void* second = RecordMap(1 << 20, record::kAllocationSlots, 2);  // would truncate
+  if (second == nullptr) return 5;
+  std::memset(second, 1, 1 << 20);
+  struct stat st;
+  std::string back(data.size(), '\0');
+  if (fstat(record::kDescriptor, &st) != 0 || st.st_size != 10000) return 6;
+  if (pread(record::kDescriptor, back.data(), back.size(), 0) != 10000 || back != data) {
+    return 7;
+  }
+  return 0;
+}
+
 // The program closes descriptor 498 and opens a file of its own there: the checker must never
 // truncate it or punch holes in it; its tables go on in its own memory.
 TEST_F(RecordRegionAlone, AFileOfTheProgramsOwnAtTheRegionsDescriptorIsNeverTouched) {
-  EXPECT_EXIT(
-      {
-        void* first = RecordMap(4096, record::kAllocationSlots, 1);
-        if (first == nullptr) _exit(1);
-        char path[] = "/tmp/record_test_own_XXXXXX";
-        const int own = mkstemp(path);
-        if (own < 0) _exit(2);
-        unlink(path);
-        std::string data(10000, 'u');
-        if (write(own, data.data(), data.size()) != static_cast<ssize_t>(data.size())) _exit(3);
-        if (dup2(own, record::kDescriptor) != record::kDescriptor) _exit(4);
-        RecordUnmap(first, 4096);                             // would punch a hole
-        void* second = RecordMap(1 << 20, record::kAllocationSlots, 2);  // would truncate
-        if (second == nullptr) _exit(5);
-        std::memset(second, 1, 1 << 20);
-        struct stat st;
-        std::string back(data.size(), '\0');
-        if (fstat(record::kDescriptor, &st) != 0 || st.st_size != 10000) _exit(6);
-        if (pread(record::kDescriptor, back.data(), back.size(), 0) != 10000 || back != data) {
-          _exit(7);
-        }
-        _exit(0);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(_exit(OwnFileAtTheRegionsDescriptor()), ::testing::ExitedWithCode(0), "");
+}
+
+int FileSizeLimitBelowTheRegion() {
+  if (RecordMap(4096, record::kAllocationSlots, 1) == nullptr) return 1;
+  struct stat st;
+  if (fstat(record::kDescriptor, &st) != 0) return 2;
+  struct rlimit limit = {static_cast<rlim_t>(st.st_size) + 65536, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_FSIZE, &limit) != 0) return 3;
+  void* big = RecordMap(1 << 20, record::kAllocationSlots, 2);
+  if (big == nullptr) return 4;
+  std::memset(big, 1, 1 << 20);
+  const dump::RecordReading reading = Read(RegionBytes());
+  bool said = false;
+  for (const std::string& p : reading.problems) said |= p.find("kept out") != std::string::npos;
+  return said ? 0 : 5;
+}
+
+// Under `ulimit -f` smaller than the region would grow, ftruncate would raise SIGXFSZ (killing the
+// program): the pieces past the limit are the process's own memory, and the record says so.
+TEST_F(RecordRegionAlone, AFileSizeLimitBelowTheRegionNeitherKillsTheProgramNorHidesTheLoss) {
+  EXPECT_EXIT(_exit(FileSizeLimitBelowTheRegion()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(RecordRegion, ARegionCutAnywhereOrCorruptedIsReadWithoutACrash) {
