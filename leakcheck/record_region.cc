@@ -32,6 +32,7 @@ std::atomic<bool> g_fd_lost{false};  // set for good once descriptor 498 is some
 SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never shrinks it then)
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
+SpinLock g_modules_lock;  // one module list update at a time (dlclose runs on any thread)
 
 // The tables as they were at a fork, copied by the parent with every table lock held (after the
 // fork its threads write on into the shared pieces): the child puts them in place of the shared
@@ -224,15 +225,32 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
   return address;
 }
 
+namespace {
+
+// Retires a live row (Live -> Dead): only the caller that wins it punches the pages out and
+// unmaps, so a piece is never unmapped twice (its address may be another mapping's by then).
+bool RetireRow(Extent& row, size_t bytes) {
+  uint64_t live = record::kLive;
+  const uint64_t offset = row.offset;
+  if (!__atomic_compare_exchange_n(&row.state, &live, uint64_t{record::kDead}, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    return false;
+  }
+  // The region keeps its size (offsets are never reused) but not the pages.
+  if (RegionFdIsOurs()) {
+    fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+              static_cast<off_t>(bytes));
+  }
+  return true;
+}
+
+}  // namespace
+
 void RecordUnmap(void* address, size_t bytes) {
   if (address == nullptr) return;
   if (OwnsRegion()) {
     if (Extent* row = LiveRowAt(reinterpret_cast<uintptr_t>(address))) {
-      const uint64_t offset = row->offset;
-      __atomic_store_n(&row->state, uint64_t{record::kDead}, __ATOMIC_RELEASE);
-      // The region keeps its size (offsets are never reused) but not the pages.
-      if (RegionFdIsOurs()) fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                static_cast<off_t>(bytes));
+      if (!RetireRow(*row, bytes)) return;  // another thread retired it, and unmaps it
     }
   }
   OwnUnmap(address, bytes);
@@ -240,6 +258,7 @@ void RecordUnmap(void* address, size_t bytes) {
 
 void RecordModules() {
   if (!Attached() || !OwnsRegion()) return;
+  SpinLockHolder hold(g_modules_lock);  // two updates would both retire the same older list
   internal::ModuleMap& map = internal::ModuleMap::Global();
   map.RefreshIfChanged();
   internal::ModuleMap::Reader reader(map);
@@ -279,7 +298,9 @@ void RecordModules() {
     Extent& row = g_header->extents[i];
     if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) == record::kLive &&
         row.kind == record::kModules && row.index < number) {
-      RecordUnmap(reinterpret_cast<void*>(row.address), row.bytes);
+      const uintptr_t address = row.address;
+      const size_t bytes = row.bytes;
+      if (RetireRow(row, bytes)) OwnUnmap(reinterpret_cast<void*>(address), bytes);
     }
   }
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
@@ -240,6 +241,28 @@ TEST(RecordRegion, AChildForkedWithoutTheHandlersLeavesItsParentsRegionAlone) {
   const std::vector<uint8_t> bytes = RegionBytes();
   ASSERT_GE(bytes.size(), sizeof(record::Header));
   EXPECT_EQ(reinterpret_cast<const record::Header*>(bytes.data())->exit_reported, 0u);
+}
+
+// dlclose on several threads at once: each update retires the lists before it, and exactly one
+// list is left live (two updates at once could both retire, and unmap, the same older list).
+TEST(RecordRegion, ModuleListUpdatesOnManyThreadsLeaveExactlyOneList) {
+  TheTables();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < 100; ++i) RecordModules();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const std::vector<uint8_t> bytes = RegionBytes();
+  ASSERT_GE(bytes.size(), sizeof(record::Header));
+  const auto* header = reinterpret_cast<const record::Header*>(bytes.data());
+  int live_lists = 0;
+  for (uint64_t i = 0; i < header->extent_high && i < record::kExtentCapacity; ++i) {
+    const record::Extent& row = header->extents[i];
+    live_lists += row.state == record::kLive && row.kind == record::kModules ? 1 : 0;
+  }
+  EXPECT_EQ(live_lists, 1);
 }
 
 // In a process of its own (a death test re-runs this binary: a region of its own, at 498).
