@@ -135,6 +135,16 @@ void ExpectRecordReport(const std::string& err, const std::string& signal_name) 
   EXPECT_EQ(err.find("the record is incomplete"), std::string::npos) << err;
 }
 
+// Under `ulimit -f 256` the record region (its header alone ~330 KB) cannot grow: ftruncate
+// would raise SIGXFSZ and kill the program at start. It runs without the region and reports.
+TEST(LauncherNames, AFileSizeLimitBelowTheRecordNeitherKillsTheProgramNorItsReport) {
+  const std::string script = std::string("ulimit -f 256; exec ") + LEAK_ENDINGS + " plain";
+  const Outcome run = RunToEnd(Launcher({"/bin/sh", "-c", script}));
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << run.err;
+}
+
 TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "kill-self"}));
   ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
