@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -121,9 +122,18 @@ __attribute__((constructor(101))) void StartPreloaded() {
     // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
     // through its own execs (a wrapper script's exec of the real program); a program it starts
     // lets go of it, so that it does not keep the pipe open after the program ends.
-    for (const char* variable : {"STACKWALK_LEAKCHECK_DUMP_FD", record::kDescriptorVariable}) {
-      const char* fd = getenv(variable);
-      if (fd != nullptr && std::atoi(fd) > 2) close(std::atoi(fd));
+    // Only if they are still the launcher's (a pipe; a memfd, a file with no name): the numbers
+    // may hold a file of the program's own by now.
+    const char* dump_fd = getenv("STACKWALK_LEAKCHECK_DUMP_FD");
+    const char* record_fd = getenv(record::kDescriptorVariable);
+    struct stat st;
+    if (dump_fd != nullptr && std::atoi(dump_fd) > 2 && fstat(std::atoi(dump_fd), &st) == 0 &&
+        S_ISFIFO(st.st_mode)) {
+      close(std::atoi(dump_fd));
+    }
+    if (record_fd != nullptr && std::atoi(record_fd) > 2 && fstat(std::atoi(record_fd), &st) == 0 &&
+        S_ISREG(st.st_mode) && st.st_nlink == 0) {
+      close(std::atoi(record_fd));
     }
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();

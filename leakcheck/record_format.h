@@ -63,7 +63,7 @@ struct Header {
   uint16_t machine;          // ELF e_machine
   uint16_t pointer_bytes;    // sizeof(void*) of the program
   uint64_t extent_high;      // rows at or above it were never used (atomic)
-  uint64_t lost_extents;     // mappings that found no free row (recorded privately: not readable)
+  uint64_t lost_extents;     // mappings kept out of the region (recorded privately: not readable)
   uint64_t exit_reported;    // 1 once the process wrote its report at exit (nothing is left to say)
   char program[256];         // the executable's path, NUL-terminated
   Extent extents[kExtentCapacity];

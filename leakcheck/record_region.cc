@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "core/module_map.h"
 #include "leakcheck/dump/dump_format.h"
+#include "leakcheck/report_destination.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/spin_lock.h"
 
@@ -24,9 +26,13 @@ enum AttachState : int { kUnknown = 0, kAttaching = 1, kAttached = 2, kNone = 3 
 std::atomic<int> g_state{kUnknown};
 Header* g_header = nullptr;
 int g_fd = -1;
+dev_t g_fd_device = 0;   // the memfd's identity at Attach: the program may close descriptor 498
+ino_t g_fd_inode = 0;    // and get a file of its own there, which must never be truncated
+std::atomic<bool> g_fd_lost{false};  // set for good once descriptor 498 is something else
 SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never shrinks it then)
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
+SpinLock g_modules_lock;  // one module list update at a time (dlclose runs on any thread)
 
 // The tables as they were at a fork, copied by the parent with every table lock held (after the
 // fork its threads write on into the shared pieces): the child puts them in place of the shared
@@ -36,7 +42,9 @@ struct ForkCopy {
   void* copy;         // its private copy; nullptr: none could be made
   size_t bytes;
 };
-ForkCopy* g_fork_copies = nullptr;
+// In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
+// leave the child sharing its parent's live tables.
+ForkCopy g_fork_copies[record::kExtentCapacity];
 size_t g_fork_copy_count = 0;
 
 // Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
@@ -72,6 +80,15 @@ long EnvNumber(const char* name) {
   return value;
 }
 
+// Whether the file size limit allows the region `bytes` long: ftruncate beyond RLIMIT_FSIZE
+// raises SIGXFSZ, which kills the program. Past it, pieces are the process's own memory instead
+// (the record then lacks them: the reader says which).
+bool SizeAllowed(uint64_t bytes) {
+  struct rlimit limit;
+  return getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+         bytes <= limit.rlim_cur;
+}
+
 // The region is this process's if the launcher named it and this is the process it checks (the
 // same pid: a wrapper's exec of the program keeps it). Each new image starts it afresh: what an
 // earlier image of this process recorded went with its memory.
@@ -79,8 +96,13 @@ bool Attach() {
   const long fd = EnvNumber(record::kDescriptorVariable);
   if (fd < 3 || EnvNumber("STACKWALK_LEAKCHECK_PID") != static_cast<long>(getpid())) return false;
   struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (ftruncate(static_cast<int>(fd), 0) != 0 ||
+  // A memfd: a regular file with no name (a file of the program's own must never be truncated).
+  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0) {
+    return false;
+  }
+  g_fd_device = st.st_dev;
+  g_fd_inode = st.st_ino;
+  if (!SizeAllowed(record::kHeaderBytes) || ftruncate(static_cast<int>(fd), 0) != 0 ||
       ftruncate(static_cast<int>(fd), static_cast<off_t>(record::kHeaderBytes)) != 0) {
     return false;
   }
@@ -103,6 +125,16 @@ bool Attach() {
   return true;
 }
 
+// Whether g_fd is still the memfd Attach took (fstat: the program may have closed it and opened
+// something else at that number). Checked before each ftruncate and hole punch, both rare.
+bool RegionFdIsOurs() {
+  if (g_fd_lost.load(std::memory_order_relaxed)) return false;
+  struct stat st;
+  if (fstat(g_fd, &st) == 0 && st.st_dev == g_fd_device && st.st_ino == g_fd_inode) return true;
+  g_fd_lost.store(true, std::memory_order_relaxed);  // never touched again
+  return false;
+}
+
 bool Attached() {
   int state = g_state.load(std::memory_order_acquire);
   if (state == kAttached) return true;
@@ -114,6 +146,16 @@ bool Attached() {
   }
   while ((state = g_state.load(std::memory_order_acquire)) == kAttaching) sched_yield();
   return state == kAttached;
+}
+
+// Whether the region is still this process's: a child made without the fork handlers (glibc's
+// _Fork, a raw clone) shares its parent's pieces and header, and must not grow, retire or mark
+// them. Called where pieces are mapped or retired (rare), never per allocation.
+bool OwnsRegion() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return false;
+  if (g_header->pid == static_cast<int32_t>(getpid())) return true;
+  g_state.store(kNone, std::memory_order_release);  // the parent's: let go of it, touch nothing
+  return false;
 }
 
 // A free (or retired) directory row, marked busy; nullptr if none is left.
@@ -149,7 +191,7 @@ Extent* LiveRowAt(uintptr_t address) {
 }  // namespace
 
 void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
-  if (!Attached()) return OwnMap(bytes);
+  if (!Attached() || !OwnsRegion()) return OwnMap(bytes);
   // Offsets in the region are whole pages (mmap's rule); the tail of the last page is unused.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes = (bytes + page - 1) & ~(page - 1);
@@ -161,7 +203,10 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
   // Held until the piece is listed: a fork (RecordBeforeFork) sees every piece mapped.
   SpinLockHolder hold(g_grow_lock);
   const uint64_t offset = g_size;
-  if (ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+  if (!SizeAllowed(offset + bytes) || !RegionFdIsOurs() ||
+      ftruncate(g_fd, static_cast<off_t>(offset + bytes)) != 0) {
+    // Recorded privately: the reader says the record lacks it.
+    __atomic_fetch_add(&g_header->lost_extents, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&row->state, uint64_t{record::kFree}, __ATOMIC_RELEASE);
     return OwnMap(bytes);
   }
@@ -180,22 +225,40 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index) {
   return address;
 }
 
+namespace {
+
+// Retires a live row (Live -> Dead): only the caller that wins it punches the pages out and
+// unmaps, so a piece is never unmapped twice (its address may be another mapping's by then).
+bool RetireRow(Extent& row, size_t bytes) {
+  uint64_t live = record::kLive;
+  const uint64_t offset = row.offset;
+  if (!__atomic_compare_exchange_n(&row.state, &live, uint64_t{record::kDead}, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    return false;
+  }
+  // The region keeps its size (offsets are never reused) but not the pages.
+  if (RegionFdIsOurs()) {
+    fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+              static_cast<off_t>(bytes));
+  }
+  return true;
+}
+
+}  // namespace
+
 void RecordUnmap(void* address, size_t bytes) {
   if (address == nullptr) return;
-  if (g_state.load(std::memory_order_acquire) == kAttached) {
+  if (OwnsRegion()) {
     if (Extent* row = LiveRowAt(reinterpret_cast<uintptr_t>(address))) {
-      const uint64_t offset = row->offset;
-      __atomic_store_n(&row->state, uint64_t{record::kDead}, __ATOMIC_RELEASE);
-      // The region keeps its size (offsets are never reused) but not the pages.
-      fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                static_cast<off_t>(bytes));
+      if (!RetireRow(*row, bytes)) return;  // another thread retired it, and unmaps it
     }
   }
   OwnUnmap(address, bytes);
 }
 
 void RecordModules() {
-  if (!Attached()) return;
+  if (!Attached() || !OwnsRegion()) return;
+  SpinLockHolder hold(g_modules_lock);  // two updates would both retire the same older list
   internal::ModuleMap& map = internal::ModuleMap::Global();
   map.RefreshIfChanged();
   internal::ModuleMap::Reader reader(map);
@@ -235,7 +298,9 @@ void RecordModules() {
     Extent& row = g_header->extents[i];
     if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) == record::kLive &&
         row.kind == record::kModules && row.index < number) {
-      RecordUnmap(reinterpret_cast<void*>(row.address), row.bytes);
+      const uintptr_t address = row.address;
+      const size_t bytes = row.bytes;
+      if (RetireRow(row, bytes)) OwnUnmap(reinterpret_cast<void*>(address), bytes);
     }
   }
 }
@@ -243,10 +308,6 @@ void RecordModules() {
 void RecordBeforeFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   g_grow_lock.Lock();  // no piece is mapped until the fork is over
-  if (g_fork_copies == nullptr) {
-    g_fork_copies = static_cast<ForkCopy*>(OwnMap(sizeof(ForkCopy) * record::kExtentCapacity));
-    if (g_fork_copies == nullptr) return;
-  }
   g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
@@ -266,7 +327,7 @@ void RecordBeforeFork() {
 
 void RecordAfterForkParent() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
-  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
     if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
   }
   g_fork_copy_count = 0;
@@ -275,23 +336,42 @@ void RecordAfterForkParent() {
 
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  bool lost_tables = false;
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
-  for (size_t i = 0; g_fork_copies != nullptr && i < g_fork_copy_count; ++i) {
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
     const ForkCopy& piece = g_fork_copies[i];
     void* shared = reinterpret_cast<void*>(piece.address);
     void* copy = piece.copy;
     if (copy == nullptr) {
       copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (copy == MAP_FAILED) continue;  // out of memory: the child goes on sharing this one
-      CopyResident(copy, shared, piece.bytes);
+      if (copy != MAP_FAILED) {
+        CopyResident(copy, shared, piece.bytes);
+      } else {
+        copy = nullptr;
+      }
     }
     // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
     // pointers stay valid, and the parent's region no longer sees this process's writes.
-    if (mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
-        MAP_FAILED) {
-      munmap(copy, piece.bytes);
+    if (copy != nullptr &&
+        mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
+      continue;
     }
+    if (copy != nullptr) munmap(copy, piece.bytes);
+    // No copy: the child must still never write its parent's tables. Zero private pages in their
+    // place (the child's tables lose what they held then, said once), or, failing even that, the
+    // child ends rather than corrupt the parent's record.
+    if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+             -1, 0) == MAP_FAILED) {
+      _exit(127);
+    }
+    lost_tables = true;
+  }
+  if (lost_tables) {
+    static const char kNote[] =
+        "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
+    const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
+    (void)ignored;
   }
   g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
@@ -302,7 +382,7 @@ void RecordLeaveAfterFork() {
 }
 
 void RecordExitReported() {
-  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  if (!OwnsRegion()) return;
   __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,12 +45,28 @@ std::string ExpandProcessId(const char* path) {
 
 namespace {
 
+// With SIGPIPE blocked: a pipe whose reader is gone (the launcher killed) gives EPIPE, not the
+// program's death; a SIGPIPE the write raised is taken back, one pending before is left.
 void WriteAll(int fd, const std::string& bytes) {
+  sigset_t pipe_signal, before, pending;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  bool broken = false;
   for (size_t done = 0; done < bytes.size();) {
     const ssize_t wrote = write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    broken = wrote < 0 && errno == EPIPE;
     if (wrote <= 0) break;
     done += static_cast<size_t>(wrote);
   }
+  if (broken && !was_pending) {
+    const struct timespec now = {0, 0};
+    sigtimedwait(&pipe_signal, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 int OpenReportFile(const std::string& path, bool first) {

@@ -135,6 +135,16 @@ void ExpectRecordReport(const std::string& err, const std::string& signal_name) 
   EXPECT_EQ(err.find("the record is incomplete"), std::string::npos) << err;
 }
 
+// Under `ulimit -f 256` the record region (its header alone ~330 KB) cannot grow: ftruncate
+// would raise SIGXFSZ and kill the program at start. It runs without the region and reports.
+TEST(LauncherNames, AFileSizeLimitBelowTheRecordNeitherKillsTheProgramNorItsReport) {
+  const std::string script = std::string("ulimit -f 256; exec ") + LEAK_ENDINGS + " plain";
+  const Outcome run = RunToEnd(Launcher({"/bin/sh", "-c", script}));
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << run.err;
+}
+
 TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "kill-self"}));
   ASSERT_TRUE(WIFSIGNALED(run.raw)) << run.err;
@@ -355,6 +365,39 @@ TEST(LauncherNames, ABadNameInValueIsACommandLineError) {
   const Outcome run = RunToEnd({STACKWALK_LEAKCHECK, "--name-in=elsewhere", LEAK_ENDINGS});
   EXPECT_TRUE(WIFEXITED(run.raw) && WEXITSTATUS(run.raw) == 2);
   EXPECT_NE(run.err.find("bad value 'elsewhere' for --name-in"), std::string::npos) << run.err;
+}
+
+// Whether `pid` is gone or a zombie (the program is the launcher's child, not this test's).
+bool Ended(pid_t pid) {
+  const std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return stat.empty() || (paren != std::string::npos && paren + 2 < stat.size() &&
+                          stat[paren + 2] == 'Z');
+}
+
+// --name-in=launcher (the default) too: a launcher killed takes its program with it, which would
+// otherwise run on unreported (and, writing its dump into the dead pipe, die of SIGPIPE).
+TEST(LauncherNames, AKilledLauncherTakesItsProgramWithItInEitherNamingMode) {
+  for (const char* mode : {"--name-in=launcher", "--name-in=program"}) {
+    const std::string pid_file = TempPath("program.pid");
+    std::remove(pid_file.c_str());
+    const std::string script = "echo $$ > " + pid_file + "; exec sleep 60";
+    const pid_t launcher =
+        Start({STACKWALK_LEAKCHECK, mode, "/bin/sh", "-c", script}, TempPath("stderr"));
+    std::string text;
+    for (int i = 0; i < 20000 && (text = Slurp(pid_file)).find('\n') == std::string::npos; ++i) {
+      usleep(1000);
+    }
+    const pid_t program = static_cast<pid_t>(std::atol(text.c_str()));
+    ASSERT_GT(program, 0) << mode;
+    kill(launcher, SIGKILL);
+    int status = 0;
+    waitpid(launcher, &status, 0);
+    // Bounded: the kernel kills it at once; 20 s is only a cap on a machine under load.
+    for (int i = 0; i < 20000 && !Ended(program); ++i) usleep(1000);
+    EXPECT_TRUE(Ended(program)) << mode << ": the program outlived its launcher";
+    if (!Ended(program)) kill(program, SIGKILL);
+  }
 }
 
 }  // namespace

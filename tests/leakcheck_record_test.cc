@@ -5,6 +5,7 @@
 // or corrupted is read without a crash, saying what it could not read.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
@@ -215,6 +217,108 @@ TEST(RecordRegion, AForkedChildsRecordsStayOutOfItsParentsRegionAndTheParentsOut
   EXPECT_EQ(later, kLaterBlocks);
   for (uint64_t i = 0; i < 100; ++i) t.allocations.Remove(kParent + i * 64);
   for (uint64_t i = 0; i < kLaterBlocks; ++i) t.allocations.Remove(kLater + i * 64);
+}
+
+// A child made without the fork handlers (glibc's _Fork, a raw clone) shares its parent's pieces:
+// mapping a piece, or reporting its exit, must leave its parent's region as it was.
+TEST(RecordRegion, AChildForkedWithoutTheHandlersLeavesItsParentsRegionAlone) {
+  TheTables();
+  struct stat before;
+  ASSERT_EQ(fstat(record::kDescriptor, &before), 0);
+  const pid_t child = fork();  // no RecordBeforeFork / RecordLeaveAfterFork
+  if (child == 0) {
+    void* piece = RecordMap(1 << 20, record::kAllocationSlots, 12345);
+    RecordExitReported();
+    _exit(piece == nullptr ? 1 : RecordRegionAttached() ? 2 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no piece; 2: the child kept the region";
+  struct stat after;
+  ASSERT_EQ(fstat(record::kDescriptor, &after), 0);
+  EXPECT_EQ(after.st_size, before.st_size) << "the child grew its parent's region";
+  const std::vector<uint8_t> bytes = RegionBytes();
+  ASSERT_GE(bytes.size(), sizeof(record::Header));
+  EXPECT_EQ(reinterpret_cast<const record::Header*>(bytes.data())->exit_reported, 0u);
+}
+
+// dlclose on several threads at once: each update retires the lists before it, and exactly one
+// list is left live (two updates at once could both retire, and unmap, the same older list).
+TEST(RecordRegion, ModuleListUpdatesOnManyThreadsLeaveExactlyOneList) {
+  TheTables();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < 100; ++i) RecordModules();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const std::vector<uint8_t> bytes = RegionBytes();
+  ASSERT_GE(bytes.size(), sizeof(record::Header));
+  const auto* header = reinterpret_cast<const record::Header*>(bytes.data());
+  int live_lists = 0;
+  for (uint64_t i = 0; i < header->extent_high && i < record::kExtentCapacity; ++i) {
+    const record::Extent& row = header->extents[i];
+    live_lists += row.state == record::kLive && row.kind == record::kModules ? 1 : 0;
+  }
+  EXPECT_EQ(live_lists, 1);
+}
+
+// In a process of its own (a death test re-runs this binary: a region of its own, at 498).
+class RecordRegionAlone : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+int OwnFileAtTheRegionsDescriptor() {
+  void* first = RecordMap(4096, record::kAllocationSlots, 1);
+  if (first == nullptr) return 1;
+  char path[] = "/tmp/record_test_own_XXXXXX";
+  const int own = mkstemp(path);
+  if (own < 0) return 2;
+  unlink(path);
+  std::string data(10000, 'u');
+  if (write(own, data.data(), data.size()) != static_cast<ssize_t>(data.size())) return 3;
+  if (dup2(own, record::kDescriptor) != record::kDescriptor) return 4;
+  RecordUnmap(first, 4096);                                        // would punch a hole
+  void* second = RecordMap(1 << 20, record::kAllocationSlots, 2);  // would truncate
+  if (second == nullptr) return 5;
+  std::memset(second, 1, 1 << 20);
+  struct stat st;
+  std::string back(data.size(), '\0');
+  if (fstat(record::kDescriptor, &st) != 0 || st.st_size != 10000) return 6;
+  if (pread(record::kDescriptor, back.data(), back.size(), 0) != 10000 || back != data) {
+    return 7;
+  }
+  return 0;
+}
+
+// The program closes descriptor 498 and opens a file of its own there: the checker must never
+// truncate it or punch holes in it; its tables go on in its own memory.
+TEST_F(RecordRegionAlone, AFileOfTheProgramsOwnAtTheRegionsDescriptorIsNeverTouched) {
+  EXPECT_EXIT(_exit(OwnFileAtTheRegionsDescriptor()), ::testing::ExitedWithCode(0), "");
+}
+
+int FileSizeLimitBelowTheRegion() {
+  if (RecordMap(4096, record::kAllocationSlots, 1) == nullptr) return 1;
+  struct stat st;
+  if (fstat(record::kDescriptor, &st) != 0) return 2;
+  struct rlimit limit = {static_cast<rlim_t>(st.st_size) + 65536, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_FSIZE, &limit) != 0) return 3;
+  void* big = RecordMap(1 << 20, record::kAllocationSlots, 2);
+  if (big == nullptr) return 4;
+  std::memset(big, 1, 1 << 20);
+  const dump::RecordReading reading = Read(RegionBytes());
+  bool said = false;
+  for (const std::string& p : reading.problems) said |= p.find("kept out") != std::string::npos;
+  return said ? 0 : 5;
+}
+
+// Under `ulimit -f` smaller than the region would grow, ftruncate would raise SIGXFSZ (killing the
+// program): the pieces past the limit are the process's own memory, and the record says so.
+TEST_F(RecordRegionAlone, AFileSizeLimitBelowTheRegionNeitherKillsTheProgramNorHidesTheLoss) {
+  EXPECT_EXIT(_exit(FileSizeLimitBelowTheRegion()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(RecordRegion, ARegionCutAnywhereOrCorruptedIsReadWithoutACrash) {

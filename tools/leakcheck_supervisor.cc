@@ -268,14 +268,14 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   }
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &before, nullptr);
+    // The program is what the user ran: killing the launcher kills it, as when it was exec'd (in
+    // both modes: with --name-in=launcher it would otherwise run on with no one to report it).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(127);
     if (settings.name_in_launcher) {
       // The pipe at a high descriptor that survives this exec; the preload closes it on the next.
       if (dup2(dump_pipe[1], kDumpDescriptor) < 0) _exit(127);
       setenv(kDumpDescriptorVariable, std::to_string(kDumpDescriptor).c_str(), 1);
-    } else {
-      // The program is what the user ran: killing the launcher kills it, as when it was exec'd.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != launcher) _exit(127);
     }
     if (record_fd >= 0 && dup2(record_fd, record::kDescriptor) == record::kDescriptor) {
       setenv(record::kDescriptorVariable, std::to_string(record::kDescriptor).c_str(), 1);

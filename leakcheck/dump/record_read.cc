@@ -259,7 +259,8 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   }
   if (header.lost_extents > 0) {
     out.problems.push_back(std::to_string(header.lost_extents) +
-                           " table piece(s) found no directory row: their blocks are not listed");
+                           " table piece(s) kept out of the region (no directory row, or it "
+                           "could not grow): their blocks are not listed");
   }
   for (const Piece& p : slots) d.summary.table_bytes += p.bytes;
   for (const Piece& p : node_pieces) d.summary.stack_bytes += p.bytes;
