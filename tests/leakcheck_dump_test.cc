@@ -283,6 +283,11 @@ TEST(LeakDump, ASamplingMeanBeyondTheLargestIsRefused) {
   EXPECT_NE(d.error.find("sampling mean of 18446744073709551615 bytes"), std::string::npos)
       << d.error;
   RenderAll(d);
+  // What was read before the refusal is kept, without the refused mean: it encodes again.
+  for (const DumpContents& partial : d.dumps) {
+    EXPECT_EQ(partial.sample_bytes, 0u);
+    EXPECT_EQ(Decode(EncodeDump(partial)).error, "");
+  }
 }
 
 TEST(LeakDump, RandomCorruptionGivesAnErrorOrAReportNeverACrash) {

@@ -387,15 +387,18 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kBlocks: ReadBlocks(in, c); break;
       case kLeakEdges: ReadEdges(in, c); break;
       case kThreads: ReadThreads(in, c); break;
-      case kSampling:
-        c.sample_bytes = in.U64();
-        if (c.sample_bytes > kMaxSampleBytes) {  // its estimates would not fit in 64 bits
+      case kSampling: {
+        // Kept only if valid: the partial dump returned with the error must still re-encode.
+        const uint64_t mean = in.U64();
+        if (mean > kMaxSampleBytes) {  // its estimates would not fit in 64 bits
           return fail("section " + std::to_string(id) + " (sampling) at byte " +
                       std::to_string(pos) + " of " + where + " gives a sampling mean of " +
-                      std::to_string(c.sample_bytes) + " bytes, more than the largest, " +
+                      std::to_string(mean) + " bytes, more than the largest, " +
                       std::to_string(kMaxSampleBytes));
         }
+        c.sample_bytes = mean;
         break;
+      }
       case kStackStats: ReadStackStats(in, c); break;
       case kThreadTotals: ReadThreadTotals(in, c); break;
       case kTimeline: ReadTimeline(in, c); break;
