@@ -56,6 +56,7 @@
 #define STACKWALK_LEAKCHECK_NOT_A_BLOCK (-7)    // not the start of a live recorded block
 #define STACKWALK_LEAKCHECK_TOO_MANY_LISTENERS (-8)
 #define STACKWALK_LEAKCHECK_NO_SUCH_LISTENER (-9)
+#define STACKWALK_LEAKCHECK_NO_DUMP (-10)       // no dump file (the dump option) to write to
 
 // stackwalk_leak_record.kind
 #define STACKWALK_LEAK_DIRECT 0     // nothing reachable or leaked points to it
@@ -114,6 +115,13 @@ STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
 // unreachable blocks only) if the pointers are not null. Returns STACKWALK_LEAKCHECK_OK, or
 // _NOT_STARTED before Start() or after Stop().
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
+// Appends a snapshot of the memory profile to the dump file (the `dump` option): a dump whose
+// occasion is "snapshot N" with each stack's live bytes and blocks and allocations so far, the
+// threads' totals and the timeline; no scan, no leak report (stackwalk-report --diff compares
+// two). Returns its number N (1 for the process's first), or STACKWALK_LEAKCHECK_NO_DUMP (no
+// dump file set) or _NOT_STARTED. Not async-signal-safe (the snapshot_signal option takes one
+// on a signal).
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_snapshot(void);
 // Restores every GOT slot and stops recording. Returns STACKWALK_LEAKCHECK_OK, _NOT_STARTED or
 // _PRELOADED.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_stop(void);
@@ -181,6 +189,9 @@ struct LeakCheckOptions {
   // other threads keep running; see leakcheck/reachability.h).
   bool unreachable_only = false;
   int check_interval = 0;        // seconds between periodic checks (0: none), 0..86400
+  std::string dump;              // the raw dump's file ("%p" becomes the pid); none when empty
+  int snapshot_signal = 0;       // e.g. SIGUSR1: a snapshot to `dump` on each delivery
+  int snapshot_interval = 0;     // seconds between snapshots to `dump` (0: none), 0..86400
 };
 
 struct LeakTotals {
@@ -195,6 +206,9 @@ struct LeakTotals {
 STACKWALK_LEAKCHECK_API absl::Status Start(const LeakCheckOptions& options);
 STACKWALK_LEAKCHECK_API absl::StatusOr<LeakTotals> Report();
 STACKWALK_LEAKCHECK_API absl::Status Stop();
+// stackwalk_leakcheck_snapshot(): the snapshot's number; FailedPrecondition without a dump file
+// or a checker.
+STACKWALK_LEAKCHECK_API absl::StatusOr<int> Snapshot();
 
 enum class LeakKind { kDirect, kIndirect, kReachable };
 
