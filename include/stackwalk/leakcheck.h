@@ -106,7 +106,8 @@ typedef void (*stackwalk_leak_listener)(const struct stackwalk_leak_record* reco
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
 // may be null; a ':' or '\' in a value escaped with '\'): libraries, ignore_libraries,
 // min_size, max_frames, method, output, format, report_at_exit, report_signal, exitcode,
-// follow_exec, unreachable_only, check_interval. Forgets what an earlier Start()..Stop() recorded. Returns
+// follow_exec, unreachable_only, check_interval, dump, snapshot_signal, snapshot_interval (the
+// snapshots need dump; without it they are not taken, said on stderr). Forgets what an earlier Start()..Stop() recorded. Returns
 // STACKWALK_LEAKCHECK_OK, _BAD_OPTIONS (the text does not parse), _ALREADY_STARTED, _PRELOADED
 // or _NOTHING_HOOKED (no loaded object matches `libraries`; nothing stays hooked).
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
