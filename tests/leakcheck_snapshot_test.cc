@@ -295,6 +295,31 @@ TEST(Snapshots, NeedADumpFile) {
   EXPECT_EQ(api.out, "snapshot -10\n");  // STACKWALK_LEAKCHECK_NO_DUMP
 }
 
+TEST(Snapshots, ByTheCppApiInProcess) {
+  const std::string path = Dir() + "/inprocess.dump";
+  std::remove(path.c_str());
+  const std::string base = Dir() + "/inprocess";
+  ASSERT_EQ(Shell(std::string(LEAKY_FORMS) + " snapshots " + path + " >" + base + ".out 2>" +
+                  base + ".err"),
+            0)
+      << Read(base + ".err");
+  EXPECT_EQ(Read(base + ".out"),
+            "first 1\nsecond 2\n"
+            "no dump FAILED_PRECONDITION: no dump file to add a snapshot to: set the dump option "
+            "(--dump FILE)\n"
+            "stopped FAILED_PRECONDITION: no leak checker runs: the in-process one is not started "
+            "(Start()) and the preloaded one (stackwalk-leakcheck, LD_PRELOAD) is not loaded\n");
+  EXPECT_EQ(Occasions(Decode(path)), (std::vector<std::string>{"snapshot 1", "snapshot 2"}));
+  // The library's calloc site grew by the four blocks of 3 x 13 bytes made between.
+  const Report r = StackwalkReport("--diff --from-dump 1 --format json " + path + " " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json diff = json::parse(r.out);
+  ASSERT_FALSE(diff["stacks"].empty());
+  EXPECT_EQ(diff["stacks"][0]["growth_bytes"], 4 * 3 * 13);
+  EXPECT_EQ(diff["stacks"][0]["growth_blocks"], 4);
+  EXPECT_EQ(diff["stacks"][0]["frames"][0], "forms::LeakCalloc()");
+}
+
 TEST(Snapshots, DiffRefusesWhatItCannotCompare) {
   ASSERT_EQ(ApiRun().status, 0);
   const std::string& good = ApiRun().dump;
