@@ -26,6 +26,7 @@ namespace stackwalk::leakcheck {
 namespace {
 
 int g_snapshots_written = 0;  // under ReportLock()
+bool g_ended = false;         // under ReportLock(): the process is ending
 
 // The snapshot thread: the handler posts the semaphore (async-signal-safe); the thread waits on
 // it, or until the next interval is due, and writes the snapshot outside signal context.
@@ -101,6 +102,7 @@ int DumpsWritten() { return ReportCount() + g_snapshots_written; }
 int WriteSnapshot(State& state) {
   if (state.options.dump[0] == '\0') return STACKWALK_LEAKCHECK_NO_DUMP;
   FairLockHolder hold(ReportLock());
+  if (g_ended) return STACKWALK_LEAKCHECK_NOT_STARTED;
   const int number = g_snapshots_written + 1;
   char occasion[32];
   std::snprintf(occasion, sizeof(occasion), "snapshot %d", number);
@@ -112,6 +114,11 @@ int WriteSnapshot(State& state) {
   DeliverDump(state.options.dump, DumpsWritten() == 0, dump::EncodeDump(contents));
   ++g_snapshots_written;
   return number;
+}
+
+void EndSnapshots() {
+  FairLockHolder hold(ReportLock());
+  g_ended = true;
 }
 
 bool StartSnapshots(State& state, int signo, int interval_s) {

@@ -21,6 +21,11 @@ namespace stackwalk::leakcheck {
 // reports (ReportLock); call under a ReentryGuard.
 int WriteSnapshot(State& state);
 
+// At the process's end, before its exit report: waits for a snapshot being written and lets no
+// other start (a snapshot cut by the process's end would leave a cut dump after the report).
+// Later WriteSnapshot calls return STACKWALK_LEAKCHECK_NOT_STARTED.
+void EndSnapshots();
+
 // Starts the snapshot thread ("stackwalk-snap", every signal blocked, launched again in a forked
 // child): a snapshot on each `signo` (0: none) and every `interval_s` seconds (0: none). False if
 // neither is asked, no dump file is set, the handler or the thread could not be set up.

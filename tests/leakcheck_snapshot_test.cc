@@ -272,6 +272,7 @@ TEST(Snapshots, ByIntervalLandInTheDump) {
   const CheckedRun run = Checked("interval", "--snapshot-interval 1", "wait 3 " + Dir() + "/interval.dump");
   ASSERT_EQ(run.status, 0) << run.err;
   const dump::DecodedDumps d = Decode(run.dump);
+  EXPECT_EQ(d.error, "") << "no snapshot cut by the end, none after the exit report";
   ASSERT_GE(d.dumps.size(), 4u);
   // A last snapshot may land between the third and the exit.
   std::vector<std::string> occasions = Occasions(d);
