@@ -267,6 +267,16 @@ TEST(Snapshots, BySignalLandInTheDump) {
   ExpectGrowthBetween(run.dump, 1, 4);
 }
 
+TEST(Snapshots, NamingInTheProgramGoStraightToTheDumpFile) {
+  const CheckedRun run = Checked("program", "--name-in=program --snapshot-signal SIGUSR1",
+                                 "signal 3 " + Dir() + "/program.dump");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(Occasions(Decode(run.dump)), SnapshotsThenExit(3));
+  EXPECT_EQ(run.report.find("SUMMARY: "), run.report.rfind("SUMMARY: ")) << run.report;
+  EXPECT_EQ(run.report.find("snapshot"), std::string::npos) << run.report;
+  ExpectGrowthBetween(run.dump, 1, 3);
+}
+
 TEST(Snapshots, ByIntervalLandInTheDump) {
   // The fixture waits for each snapshot before its next step, so snapshot k follows step k.
   const CheckedRun run = Checked("interval", "--snapshot-interval 1", "wait 3 " + Dir() + "/interval.dump");
