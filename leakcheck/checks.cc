@@ -25,6 +25,7 @@
 #include "leakcheck/report_render_text.h"
 #include "leakcheck/scan/check.h"
 #include "leakcheck/session.h"
+#include "leakcheck/snapshots.h"
 
 namespace stackwalk::leakcheck {
 
@@ -155,7 +156,7 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
 
   if (append_report) {
     const Options& options = state.options;
-    if (dumping) DeliverDump(options.dump, ReportCount() == 0, dump);
+    if (dumping) DeliverDump(options.dump, DumpsWritten() == 0, dump);
     if (options.program_report || !dumping) {
       const std::string text =
           options.json ? RenderJson(report)
@@ -354,7 +355,7 @@ void StopPeriodicChecks() {
 
 size_t CheckerThreadIds(int32_t* out, size_t capacity) {
   size_t n = 0;
-  for (int32_t tid : {g_checker_tid.load(), SignalReporterTid()}) {
+  for (int32_t tid : {g_checker_tid.load(), SignalReporterTid(), SnapshotThreadTid()}) {
     if (tid == 0) continue;
     if (n < capacity && out != nullptr) out[n] = tid;
     ++n;

@@ -69,8 +69,9 @@ bool StartPeriodicChecks(State& state, int seconds);
 void StopPeriodicChecks();
 
 // The kernel thread ids of the checker's own threads running now in this process: the periodic
-// checker and the signal reporter (session.h). The stop-the-world leaves them running. Writes
-// at most `capacity` and returns how many there are. Async-signal-safe (atomic loads).
+// checker, the signal reporter (session.h) and the snapshot thread (snapshots.h). The
+// stop-the-world leaves them running. Writes at most `capacity` and returns how many there are.
+// Async-signal-safe (atomic loads).
 size_t CheckerThreadIds(int32_t* out, size_t capacity);
 
 }  // namespace stackwalk::leakcheck

@@ -23,6 +23,7 @@
 #include "leakcheck/got_patch.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
+#include "leakcheck/snapshots.h"
 #include "leakcheck/state.h"
 #include "stackwalk/leakcheck.h"
 
@@ -280,6 +281,7 @@ int StartWith(const Options& options) {
   InstallForkHandlers();
   if (options.report_signal != 0) StartSignalReports(options.report_signal);
   if (options.check_interval != 0) StartPeriodicChecks(s, options.check_interval);
+  StartSnapshotsAsked(s);
   g_started = true;
   return STACKWALK_LEAKCHECK_OK;
 }
@@ -304,6 +306,9 @@ absl::Status StatusOf(int code) {
           "the preloaded leak checker (LD_PRELOAD) already hooks every allocation in this process");
     case STACKWALK_LEAKCHECK_NOTHING_HOOKED:
       return absl::NotFoundError("no loaded object matches the libraries to check");
+    case STACKWALK_LEAKCHECK_NO_DUMP:
+      return absl::FailedPreconditionError(
+          "no dump file to add a snapshot to: set the dump option (--dump FILE)");
     case STACKWALK_LEAKCHECK_NOT_A_BLOCK:
       return absl::InvalidArgumentError(
           "not the start of a live block the leak checker recorded");
@@ -319,7 +324,9 @@ constexpr bool SameDefaults() {
          static_cast<int>(api.method) == text.method && api.json == text.json &&
          api.report_at_exit == text.report_at_exit && api.report_signal == text.report_signal &&
          api.unreachable_only == text.unreachable_only &&
-         api.check_interval == text.check_interval;
+         api.check_interval == text.check_interval &&
+         api.snapshot_signal == text.snapshot_signal &&
+         api.snapshot_interval == text.snapshot_interval;
 }
 static_assert(SameDefaults(), "LeakCheckOptions' defaults differ from Options'");
 
@@ -351,7 +358,10 @@ absl::Status Start(const LeakCheckOptions& options) {
       {"report_at_exit", options.report_at_exit ? "1" : "0"},
       {"report_signal", std::to_string(options.report_signal)},
       {"unreachable_only", options.unreachable_only ? "1" : "0"},
-      {"check_interval", std::to_string(options.check_interval)}};
+      {"check_interval", std::to_string(options.check_interval)},
+      {"dump", options.dump},
+      {"snapshot_signal", std::to_string(options.snapshot_signal)},
+      {"snapshot_interval", std::to_string(options.snapshot_interval)}};
   Options o;
   for (const auto& [key, value] : items) {
     const OptionSpec* spec = FindOption(key, std::strlen(key));
@@ -371,6 +381,12 @@ absl::StatusOr<LeakTotals> Report() {
 }
 
 absl::Status Stop() { return StatusOf(stackwalk_leakcheck_stop()); }
+
+absl::StatusOr<int> Snapshot() {
+  const int number = stackwalk_leakcheck_snapshot();
+  if (number < 0) return StatusOf(number);
+  return number;
+}
 
 namespace {
 
@@ -492,6 +508,16 @@ EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   return STACKWALK_LEAKCHECK_OK;
 }
 
+EXPORT int stackwalk_leakcheck_snapshot(void) {
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  {
+    std::lock_guard<std::mutex> hold(g_mutex);
+    if (!g_started) return STACKWALK_LEAKCHECK_NOT_STARTED;
+  }
+  return WriteSnapshot(GlobalState());
+}
+
 EXPORT int stackwalk_leakcheck_stop(void) {
   using namespace stackwalk::leakcheck;
   ReentryGuard own;
@@ -501,6 +527,7 @@ EXPORT int stackwalk_leakcheck_stop(void) {
     g_patcher->RestoreAll();
     GlobalState().active.store(false, std::memory_order_release);
     StopSignalReports();
+    StopSnapshots();
     g_started = false;
   }
   // Outside g_mutex: a listener the periodic check is calling may call back (CheckLeaks).

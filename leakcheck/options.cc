@@ -217,12 +217,14 @@ bool SetStopSignal(Options* o, const char* value, size_t len) {
   return true;
 }
 
+// A signal that wakes a thread of the checker's own (the report's, the snapshot's); 0: none.
+template <int Options::*field>
 bool SetSignal(Options* o, const char* value, size_t len) {
   if (Equals(value, len, "0")) {  // none
-    o->report_signal = 0;
+    o->*field = 0;
     return true;
   }
-  return ParseSignal(value, len, &o->report_signal);
+  return ParseSignal(value, len, &(o->*field));
 }
 
 }  // namespace
@@ -275,7 +277,7 @@ const OptionSpec kOptionSpecs[] = {
      SetText<sizeof(Options::ignore_libraries), &Options::ignore_libraries>,
      ShowTextField<sizeof(Options::ignore_libraries), &Options::ignore_libraries>,
      "no leaks with a frame in a matching object"},
-    {"report_signal", "report-signal", 0, "SIG", OptionType::kSignal, SetSignal,
+    {"report_signal", "report-signal", 0, "SIG", OptionType::kSignal, SetSignal<&Options::report_signal>,
      ShowNumberField<int, &Options::report_signal>,
      "also report the live allocations on each signal SIG (e.g. SIGUSR2 or 12), appended to the "
      "output; 0: none"},
@@ -312,6 +314,16 @@ const OptionSpec kOptionSpecs[] = {
      SetNumber<int, &Options::check_interval, 0, 86400>, ShowNumberField<int, &Options::check_interval>,
      "every SECONDS, check for leaks found since the last check and append them to the output "
      "(a thread of the checker's own); 0: none"},
+    {"snapshot_signal", "snapshot-signal", 0, "SIG", OptionType::kSignal,
+     SetSignal<&Options::snapshot_signal>, ShowNumberField<int, &Options::snapshot_signal>,
+     "on each signal SIG, append a snapshot of the memory profile (per-stack live bytes and "
+     "allocations, threads, timeline; no leak report) to the --dump file, for stackwalk-report "
+     "--diff; needs --dump; 0: none"},
+    {"snapshot_interval", "snapshot-interval", 0, "SECONDS", OptionType::kNumber,
+     SetNumber<int, &Options::snapshot_interval, 0, 86400>,
+     ShowNumberField<int, &Options::snapshot_interval>,
+     "every SECONDS, append a snapshot (as --snapshot-signal) to the --dump file (a thread of "
+     "the checker's own); needs --dump; 0: none"},
     {"timeline_interval_ms", "timeline-interval-ms", 0, "MS", OptionType::kNumber,
      SetNumber<int, &Options::timeline_interval_ms, 0, 3600000>,
      ShowNumberField<int, &Options::timeline_interval_ms>,

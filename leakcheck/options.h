@@ -40,6 +40,10 @@ struct Options {
   int stop_timeout_ms = 1000;      // how long the signal method waits for each thread to park
   int stop_signal = 0;             // the signal method's signal; 0: SIGRTMIN+5
   int check_interval = 0;  // seconds between checks by a thread of the checker's own; 0: none
+  // Snapshots to the dump file (snapshots.h): on each delivery of this signal, and every this
+  // many seconds; 0: none.
+  int snapshot_signal = 0;
+  int snapshot_interval = 0;
   int timeline_interval_ms = 100;  // live bytes sampled this often for the dump's timeline; 0: none
   char libraries[512] = {};         // comma-separated globs; empty: every object
   char ignore_libraries[512] = {};  // comma-separated globs

@@ -20,6 +20,7 @@
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/session.h"
+#include "leakcheck/snapshots.h"
 #include "leakcheck/state.h"
 #include "stackwalk/leakcheck.h"
 
@@ -152,6 +153,7 @@ __attribute__((constructor(101))) void StartPreloaded() {
   if (s.options.check_interval != 0 && !StartPeriodicChecks(s, s.options.check_interval)) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot start the periodic checks\n");
   }
+  StartSnapshotsAsked(s);
 }
 
 // The report at exit. This destructor runs inside the loader's _dl_fini, before the destructors of
@@ -219,6 +221,11 @@ EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   if (bytes != nullptr) *bytes = totals.bytes;
   if (allocations != nullptr) *allocations = totals.allocations;
   return 0;
+}
+EXPORT int stackwalk_leakcheck_snapshot(void) {
+  using namespace stackwalk::leakcheck;
+  ReentryGuard own;
+  return WriteSnapshot(GlobalState());
 }
 EXPORT int stackwalk_leakcheck_preloaded(void) { return 1; }
 EXPORT int stackwalk_leakcheck_check(stackwalk_leak_record* out, size_t capacity, size_t* count,

@@ -20,6 +20,7 @@
 #include "leakcheck/report_render_text.h"
 #include "leakcheck/report_suppress.h"
 #include "leakcheck/sampler.h"
+#include "leakcheck/snapshots.h"
 #include "leakcheck/scan/check.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/mark.h"
@@ -160,7 +161,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   const bool dumping = options.dump[0] != '\0';
   if (dumping && !options.program_report) {
     const ReportTotals leaks = WriteDumpOnly(state, occasion, reports_written + 1,
-                                             reports_written == 0);
+                                             DumpsWritten() == 0);
     ++reports_written;
     return leaks;
   }
@@ -168,7 +169,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
   std::string dump;
   const LeakReport report = BuildReport(state, occasion, reports_written + 1, &namer, nullptr,
                                         dumping ? &dump : nullptr);
-  if (dumping) DeliverDump(options.dump, reports_written == 0, dump);
+  if (dumping) DeliverDump(options.dump, DumpsWritten() == 0, dump);
   const std::string text =
       options.json ? RenderJson(report)
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {

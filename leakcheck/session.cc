@@ -17,6 +17,7 @@
 #include "leakcheck/report_destination.h"
 #include "leakcheck/sampler.h"
 #include "leakcheck/scan/check.h"
+#include "leakcheck/snapshots.h"
 #include "leakcheck/state.h"
 
 namespace stackwalk::leakcheck {
@@ -146,7 +147,9 @@ int32_t SignalReporterTid() { return g_reporter_tid.load(); }
 
 void ReportAtExit() {
   State& s = GlobalState();
-  if (!s.configured.load() || !s.active.load() || !s.options.report_at_exit) return;
+  if (!s.configured.load() || !s.active.load()) return;
+  EndSnapshots();  // none cut by the end, none after the report
+  if (!s.options.report_at_exit) return;
   // Once: exit handlers and _exit can both get here (a handler that calls _exit, the exitcode).
   static std::atomic<bool> reported{false};
   if (reported.exchange(true)) return;

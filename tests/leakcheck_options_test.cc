@@ -37,7 +37,7 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
       {"show_reachable", "1"}, {"suppressions", "/tmp/a.supp"}, {"anonymous_roots", "0"},
       {"stop_method", "signal"}, {"stop_timeout_ms", "250"}, {"stop_signal", "RTMIN+7"},
       {"check_interval", "5"}, {"sample_bytes", "524288"}, {"sample_seed", "42"},
-      {"timeline_interval_ms", "250"}};
+      {"timeline_interval_ms", "250"}, {"snapshot_signal", "USR1"}, {"snapshot_interval", "30"}};
   ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
   Options o;
   for (const auto& [key, value] : good) {
@@ -68,6 +68,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
   EXPECT_EQ(o.sample_bytes, 524288u);
   EXPECT_EQ(o.sample_seed, 42u);
   EXPECT_EQ(o.timeline_interval_ms, 250);
+  EXPECT_EQ(o.snapshot_signal, SIGUSR1);
+  EXPECT_EQ(o.snapshot_interval, 30);
 }
 
 TEST(LeakcheckOptions, TheCheckOptionsDefaultsAndBounds) {

@@ -153,6 +153,15 @@ class DumpRenderer {
     if (!settings_.dump.empty() && !raw.empty()) {
       Deliver(WithPid(settings_.dump, d.process.pid), raw, "the dump");
     }
+    // A snapshot is no leak report: kept in the dump file only, never rendered to the user.
+    if (d.process.snapshot) {
+      if (settings_.dump.empty() && !snapshot_dropped_) {
+        snapshot_dropped_ = true;
+        std::fprintf(stderr, "stackwalk-leakcheck: the program took a snapshot, which is kept "
+                             "only with --dump FILE: dropped (and any later ones)\n");
+      }
+      return;
+    }
     if (!settings_.render) return;
     uint64_t leaked = 0;
     const std::string text = dump::RenderDumpReport(d, {}, {}, &leaked);
@@ -181,6 +190,7 @@ class DumpRenderer {
   std::set<std::string> started_;
   bool program_reported_at_exit_ = false;
   bool program_leaked_ = false;
+  bool snapshot_dropped_ = false;
 };
 
 // Ends the launcher as the program ended: the same signal, the program's core (the kernel's, as
@@ -256,6 +266,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   sigemptyset(&handled);
   for (int signo : kForwarded) sigaddset(&handled, signo);
   if (settings.report_signal != 0) sigaddset(&handled, settings.report_signal);
+  if (settings.snapshot_signal != 0) sigaddset(&handled, settings.snapshot_signal);
   sigaddset(&handled, SIGCHLD);
   sigprocmask(SIG_BLOCK, &handled, &before);
 
@@ -295,6 +306,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   sigemptyset(&forward.sa_mask);
   for (int signo : kForwarded) sigaction(signo, &forward, nullptr);
   if (settings.report_signal != 0) sigaction(settings.report_signal, &forward, nullptr);
+  if (settings.snapshot_signal != 0) sigaction(settings.snapshot_signal, &forward, nullptr);
   struct sigaction ended = {};
   ended.sa_handler = NoteChildEnded;
   ended.sa_flags = SA_RESTART | SA_NOCLDSTOP;

@@ -31,6 +31,7 @@ struct SupervisorSettings {
   std::string dump;      // --dump: the raw dumps kept there too ("%p" likewise); none when empty
   int exitcode = 0;      // --exitcode: the status when the program's at-exit report has leaks
   int report_signal = 0; // forwarded like the others, whichever it is
+  int snapshot_signal = 0;  // likewise
   uint64_t sample_bytes = 0;  // --sample-bytes: the record's blocks are a sample, its figures estimates
   // How the record's report is rendered (the program's dumps carry their own).
   bool json = false;

@@ -8,9 +8,13 @@
 // appended one per report) is rendered in turn. The profile views (peak, allocations, temporary,
 // live, threads; leakcheck/dump/profile_view.h) render the last dump: its figures cover the
 // whole run up to it. --format svg draws a stack view as a flame graph; --format html makes one
-// page of the last dump's whole profile (leakcheck/dump/profile_page.h). Exit status: 0 when every dump was read whole; 1 when DUMP cannot be read or
-// a dump is truncated or corrupt (the error names the byte, and what could be read is still
-// rendered); 2 for a bad command line.
+// page of the last dump's whole profile (leakcheck/dump/profile_page.h). Snapshots (dumps the
+// program added with --snapshot-signal, --snapshot-interval or the API) are not leak reports:
+// the leaks view skips them. --diff A B lists the growth by stack from one dump to another
+// (leakcheck/dump/dump_diff.h). Exit status: 0 when every dump was read whole; 1 when DUMP
+// cannot be read or a dump is truncated or corrupt (the error names the byte, and what could be
+// read is still rendered), or a dump to diff cannot be (no such dump, no stack statistics, the
+// dump itself cut); 2 for a bad command line.
 #include <fcntl.h>
 #include <getopt.h>
 #include <unistd.h>
@@ -22,10 +26,14 @@
 #include <vector>
 
 #include "leakcheck/dump/dump_decode.h"
+#include "leakcheck/dump/dump_diff.h"
 #include "leakcheck/dump/dump_report.h"
 #include "leakcheck/dump/profile_page.h"
 #include "leakcheck/dump/profile_render.h"
 #include "leakcheck/dump/profile_view.h"
+#include "leakcheck/profile/flame_graph.h"
+#include "leakcheck/profile/flame_svg.h"
+#include "leakcheck/profile/folded_reader.h"
 
 #ifndef STACKWALK_VERSION
 #define STACKWALK_VERSION "unknown"
@@ -40,6 +48,7 @@ using stackwalk::leakcheck::dump::ViewKind;
 
 constexpr char kHelp[] =
     "usage: stackwalk-report [OPTION]... DUMP\n"
+    "       stackwalk-report --diff [--from-dump N] [--to-dump N] [OPTION]... A B\n"
     "Names and renders the leak reports of DUMP (written by stackwalk-leakcheck --dump).\n\n"
     "  --view=V            leaks (default: each dump's leak report), or a memory profile view\n"
     "                      of the last dump: peak (bytes each stack held at the process's\n"
@@ -52,6 +61,12 @@ constexpr char kHelp[] =
     "                      (one page of the whole profile: summary, timeline chart, top tables,\n"
     "                      flame graphs; --view picks the view shown first); leaks default to\n"
     "                      the program's format, views to text\n"
+    "  --diff              the growth by stack from dump A to dump B (two snapshots of one\n"
+    "                      run, or dumps of two runs): live bytes and blocks at A and at B,\n"
+    "                      the difference, allocations made between; largest growth first;\n"
+    "                      text, json or folded/svg (the stacks that grew)\n"
+    "  --from-dump=N       with --diff: the N-th dump of A (from 1; default: its last)\n"
+    "  --to-dump=N         with --diff: the N-th dump of B (from 1; default: its last)\n"
     "  --top=N             the N largest stacks (text, JSON, HTML tables; default 10 in text\n"
     "                      and HTML, all in JSON)\n"
     "  -o, --output=FILE   write the report to FILE instead of standard output\n"
@@ -109,14 +124,122 @@ int Usage(const char* why) {
   return 2;
 }
 
+// Writes `text` to `output`, or to stdout when it is empty. False, having said why, if it
+// cannot.
+bool WriteOutput(const std::string& output, const std::string& text) {
+  FILE* out = stdout;
+  if (!output.empty() && (out = std::fopen(output.c_str(), "w")) == nullptr) {
+    std::fprintf(stderr, "stackwalk-report: cannot write %s: %s\n", output.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  std::fwrite(text.data(), 1, text.size(), out);
+  if (out != stdout) std::fclose(out);
+  return true;
+}
+
+// One side of --diff: the dumps of a file and which one.
+struct DiffInput {
+  DecodedDumps decoded;
+  size_t index = 0;  // into decoded.dumps
+};
+
+// Reads dump `which` (from 1; 0: the last) of `path` for --diff, saying on stderr what is wrong
+// with the file. Returns 0, or 1 when that dump cannot be diffed: no file, no dump, not that many
+// whole dumps, or the one asked for is the cut or corrupt one (its figures would be partial).
+int LoadForDiff(const char* path, long which, const char* option, DiffInput* in, bool* damaged) {
+  std::string bytes, why;
+  if (!ReadWhole(path, &bytes, &why)) {
+    std::fprintf(stderr, "stackwalk-report: cannot read %s: %s\n", path, why.c_str());
+    return 1;
+  }
+  in->decoded = stackwalk::leakcheck::dump::DecodeDumps(
+      reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const DecodedDumps& d = in->decoded;
+  // The last dump read of a damaged file may be partial: never diffed.
+  const size_t whole = d.dumps.size() - (d.error.empty() || d.dumps.empty() ? 0 : 1);
+  if (!d.error.empty()) {
+    *damaged = true;
+    std::fprintf(stderr, "stackwalk-report: %s: %s\n", path, d.error.c_str());
+  }
+  if (whole == 0) {
+    std::fprintf(stderr, "stackwalk-report: %s: no whole dump to diff\n", path);
+    return 1;
+  }
+  if (which == 0 && !d.error.empty()) {
+    std::fprintf(stderr,
+                 "stackwalk-report: %s: its last dump is cut or corrupt: pick a whole one with "
+                 "%s N (1..%zu)\n", path, option, whole);
+    return 1;
+  }
+  const size_t n = which == 0 ? whole : static_cast<size_t>(which);
+  if (n > whole) {
+    std::fprintf(stderr, "stackwalk-report: %s holds %zu whole dump(s): %s %ld is not one\n",
+                 path, whole, option, which);
+    return 1;
+  }
+  in->index = n - 1;
+  return 0;
+}
+
+// --diff A B: the growth by stack from A's dump to B's, rendered in `format`.
+int RunDiff(const char* a_path, long a_which, const char* b_path, long b_which,
+            const std::string& format, long top, const NamingPlaces& places,
+            const std::string& output) {
+  namespace lc = stackwalk::leakcheck::dump;
+  DiffInput a, b;
+  bool damaged = false;
+  if (int status = LoadForDiff(a_path, a_which, "--from-dump", &a, &damaged); status != 0) {
+    return status;
+  }
+  if (int status = LoadForDiff(b_path, b_which, "--to-dump", &b, &damaged); status != 0) {
+    return status;
+  }
+  const lc::DumpContents& from = a.decoded.dumps[a.index];
+  const lc::DumpContents& to = b.decoded.dumps[b.index];
+  lc::DumpNamer name_a(from, places), name_b(to, places);
+  lc::DumpDiff diff;
+  std::string why;
+  if (!lc::DiffDumps(from, {a_path, a.index + 1, a.decoded.dumps.size(), "", 0, ""}, &name_a, to,
+                     {b_path, b.index + 1, b.decoded.dumps.size(), "", 0, ""}, &name_b, &diff,
+                     &why)) {
+    std::fprintf(stderr, "stackwalk-report: %s\n", why.c_str());
+    return 1;
+  }
+  std::string text;
+  if (format == "json") {
+    text = lc::RenderDiffJson(diff, top < 0 ? 0 : static_cast<size_t>(top));
+  } else if (format == "folded" || format == "svg") {
+    text = lc::RenderDiffFolded(diff);
+    if (format == "svg") {
+      // The flame graph of the folded growth: its total is the positive growth.
+      namespace prof = stackwalk::profile;
+      prof::FlameInput input{"growth by stack", prof::ValueUnit::kBytes, {}};
+      prof::ReadFolded(text, input);
+      text = prof::RenderFlameSvg(prof::FlameTree::Build(input), input.title, input.unit,
+                                  prof::FlameSvgOptions{});
+    }
+  } else {
+    text = lc::RenderDiffText(diff, top < 0 ? 10 : static_cast<size_t>(top));
+  }
+  if (!WriteOutput(output, text)) return 1;
+  return damaged ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  enum { kFormat = 256, kSuppressions, kShowReachable, kDebugDir, kSysroot, kView, kTop };
+  enum {
+    kFormat = 256, kSuppressions, kShowReachable, kDebugDir, kSysroot, kView, kTop, kDiff,
+    kFromDump, kToDump
+  };
   static const option kLong[] = {
       {"format", required_argument, nullptr, kFormat},
       {"view", required_argument, nullptr, kView},
       {"top", required_argument, nullptr, kTop},
+      {"diff", no_argument, nullptr, kDiff},
+      {"from-dump", required_argument, nullptr, kFromDump},
+      {"to-dump", required_argument, nullptr, kToDump},
       {"output", required_argument, nullptr, 'o'},
       {"suppressions", required_argument, nullptr, kSuppressions},
       {"show-reachable", no_argument, nullptr, kShowReachable},
@@ -132,6 +255,9 @@ int main(int argc, char** argv) {
   ViewKind view = ViewKind::kLeaks;
   std::string format;  // "" the default
   long top = -1;       // -1 the default
+  bool diff = false;
+  long from_dump = 0, to_dump = 0;  // 0: the last
+  bool view_given = false;
   for (int c; (c = getopt_long(argc, argv, "o:hV", kLong, nullptr)) != -1;) {
     switch (c) {
       case kFormat:
@@ -142,6 +268,7 @@ int main(int argc, char** argv) {
         }
         break;
       case kView:
+        view_given = true;
         if (!stackwalk::leakcheck::dump::ParseViewKind(optarg, &view)) {
           return Usage("--view takes leaks, peak, allocations, temporary, live, threads or timeline");
         }
@@ -150,6 +277,17 @@ int main(int argc, char** argv) {
         char* end = nullptr;
         top = std::strtol(optarg, &end, 10);
         if (*optarg == '\0' || *end != '\0' || top < 0) return Usage("--top takes a count");
+        break;
+      }
+      case kDiff: diff = true; break;
+      case kFromDump:
+      case kToDump: {
+        char* end = nullptr;
+        const long n = std::strtol(optarg, &end, 10);
+        if (*optarg == '\0' || *end != '\0' || n < 1) {
+          return Usage("--from-dump and --to-dump take a dump's place in its file, from 1");
+        }
+        (c == kFromDump ? from_dump : to_dump) = n;
         break;
       }
       case 'o': output = optarg; break;
@@ -165,6 +303,14 @@ int main(int argc, char** argv) {
       default: return Usage("bad command line");
     }
   }
+  if (diff) {
+    if (view_given) return Usage("--diff shows growth, not a --view");
+    if (format == "html") return Usage("--diff renders text, json, folded or svg");
+    if (optind + 2 != argc) return Usage("--diff takes two dump files, A and B (may be one file)");
+    return RunDiff(argv[optind], from_dump, argv[optind + 1], to_dump, format, top, places,
+                   output);
+  }
+  if (from_dump != 0 || to_dump != 0) return Usage("--from-dump and --to-dump go with --diff");
   if (view == ViewKind::kTimeline && format == "folded") {
     return Usage("--view timeline --format folded: the timeline has no stacks to fold; "
                  "--format text, json or html");
@@ -189,8 +335,18 @@ int main(int argc, char** argv) {
   std::string text;
   bool view_failed = false;
   if (view == ViewKind::kLeaks && (format.empty() || format == "text" || format == "json")) {
+    size_t snapshots = 0;
     for (const auto& dump : decoded.dumps) {
+      if (dump.process.snapshot) {  // not a leak report (--diff, --view read it)
+        ++snapshots;
+        continue;
+      }
       text += stackwalk::leakcheck::dump::RenderDumpReport(dump, request, places);
+    }
+    if (snapshots != 0 && snapshots == decoded.dumps.size()) {
+      std::fprintf(stderr,
+                   "stackwalk-report: %s holds %zu snapshot(s) and no leak report: see --diff "
+                   "or --view\n", path, snapshots);
     }
   } else if (!decoded.dumps.empty()) {
     std::string missing;
@@ -200,14 +356,7 @@ int main(int argc, char** argv) {
       if (decoded.error.empty()) view_failed = true;
     }
   }
-  FILE* out = stdout;
-  if (!output.empty() && (out = std::fopen(output.c_str(), "w")) == nullptr) {
-    std::fprintf(stderr, "stackwalk-report: cannot write %s: %s\n", output.c_str(),
-                 std::strerror(errno));
-    return 1;
-  }
-  std::fwrite(text.data(), 1, text.size(), out);
-  if (out != stdout) std::fclose(out);
+  if (!WriteOutput(output, text)) return 1;
   if (!decoded.error.empty()) {
     std::fprintf(stderr, "stackwalk-report: %s: %s%s\n", path, decoded.error.c_str(),
                  decoded.dumps.empty() ? "" : " (what could be read is reported)");

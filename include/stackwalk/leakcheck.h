@@ -56,6 +56,7 @@
 #define STACKWALK_LEAKCHECK_NOT_A_BLOCK (-7)    // not the start of a live recorded block
 #define STACKWALK_LEAKCHECK_TOO_MANY_LISTENERS (-8)
 #define STACKWALK_LEAKCHECK_NO_SUCH_LISTENER (-9)
+#define STACKWALK_LEAKCHECK_NO_DUMP (-10)       // no dump file (the dump option) to write to
 
 // stackwalk_leak_record.kind
 #define STACKWALK_LEAK_DIRECT 0     // nothing reachable or leaked points to it
@@ -105,7 +106,8 @@ typedef void (*stackwalk_leak_listener)(const struct stackwalk_leak_record* reco
 // Starts checking. `options` has the syntax of STACKWALK_LEAKCHECK ("key=value:key=value";
 // may be null; a ':' or '\' in a value escaped with '\'): libraries, ignore_libraries,
 // min_size, max_frames, method, output, format, report_at_exit, report_signal, exitcode,
-// follow_exec, unreachable_only, check_interval. Forgets what an earlier Start()..Stop() recorded. Returns
+// follow_exec, unreachable_only, check_interval, dump, snapshot_signal, snapshot_interval (the
+// snapshots need dump; without it they are not taken, said on stderr). Forgets what an earlier Start()..Stop() recorded. Returns
 // STACKWALK_LEAKCHECK_OK, _BAD_OPTIONS (the text does not parse), _ALREADY_STARTED, _PRELOADED
 // or _NOTHING_HOOKED (no loaded object matches `libraries`; nothing stays hooked).
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
@@ -114,6 +116,13 @@ STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_start(const char* options);
 // unreachable blocks only) if the pointers are not null. Returns STACKWALK_LEAKCHECK_OK, or
 // _NOT_STARTED before Start() or after Stop().
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations);
+// Appends a snapshot of the memory profile to the dump file (the `dump` option): a dump whose
+// occasion is "snapshot N" with each stack's live bytes and blocks and allocations so far, the
+// threads' totals and the timeline; no scan, no leak report (stackwalk-report --diff compares
+// two). Returns its number N (1 for the process's first), or STACKWALK_LEAKCHECK_NO_DUMP (no
+// dump file set) or _NOT_STARTED. Not async-signal-safe (the snapshot_signal option takes one
+// on a signal).
+STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_snapshot(void);
 // Restores every GOT slot and stops recording. Returns STACKWALK_LEAKCHECK_OK, _NOT_STARTED or
 // _PRELOADED.
 STACKWALK_LEAKCHECK_API int stackwalk_leakcheck_stop(void);
@@ -181,6 +190,9 @@ struct LeakCheckOptions {
   // other threads keep running; see leakcheck/reachability.h).
   bool unreachable_only = false;
   int check_interval = 0;        // seconds between periodic checks (0: none), 0..86400
+  std::string dump;              // the raw dump's file ("%p" becomes the pid); none when empty
+  int snapshot_signal = 0;       // e.g. SIGUSR1: a snapshot to `dump` on each delivery
+  int snapshot_interval = 0;     // seconds between snapshots to `dump` (0: none), 0..86400
 };
 
 struct LeakTotals {
@@ -195,6 +207,9 @@ struct LeakTotals {
 STACKWALK_LEAKCHECK_API absl::Status Start(const LeakCheckOptions& options);
 STACKWALK_LEAKCHECK_API absl::StatusOr<LeakTotals> Report();
 STACKWALK_LEAKCHECK_API absl::Status Stop();
+// stackwalk_leakcheck_snapshot(): the snapshot's number; FailedPrecondition without a dump file
+// or a checker.
+STACKWALK_LEAKCHECK_API absl::StatusOr<int> Snapshot();
 
 enum class LeakKind { kDirect, kIndirect, kReachable };
 

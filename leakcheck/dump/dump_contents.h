@@ -22,7 +22,10 @@ struct DumpProcess {
   uint16_t machine = 0;        // ELF e_machine of the program (EM_X86_64, EM_AARCH64, EM_ARM)
   uint64_t unix_time_ns = 0;   // when the report was made
   std::string program;
-  std::string occasion;        // "exit", "signal 12", "request"
+  std::string occasion;        // "exit", "signal 12", "request", "snapshot 3"
+  // A snapshot (1.3): the profile's figures at a moment, not a leak report. Its blocks section
+  // is empty (the stack statistics carry each stack's live bytes and blocks) and no scan ran.
+  bool snapshot = false;
 };
 
 // The summary section: the report's recorded figures, as they are (the report's own type).

@@ -49,6 +49,8 @@ void ReadProcess(ByteSource& in, DumpContents& c) {
   p.unix_time_ns = in.U64();
   p.program = in.String();
   p.occasion = in.String();
+  // 1.3 appended the snapshot flag; an older dump's section ends before it.
+  if (!in.failed() && in.remaining() > 0) p.snapshot = in.U8() != 0;
 }
 
 void ReadSummary(ByteSource& in, DumpContents& c) {

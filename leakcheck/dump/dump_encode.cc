@@ -56,6 +56,7 @@ std::string EncodeDump(const DumpContents& c) {
     out.U64(p.unix_time_ns);
     out.String(p.program);
     out.String(p.occasion);
+    out.U8(p.snapshot ? 1 : 0);  // 1.3
   });
   Section(out, kSummary, [&] {
     const DumpSummary& s = c.summary;

@@ -134,7 +134,12 @@ ProfileView BuildProfileView(const DumpContents& dump, ViewKind kind, DumpNamer*
     return found != stacks.end() ? FrameNames(namer->Name(*found->second))
                                  : std::vector<std::string>{};
   };
-  if (kind == ViewKind::kLive) {
+  if (kind == ViewKind::kLive && dump.process.snapshot) {
+    // A snapshot lists no blocks: each stack's live figures are in its statistics.
+    for (const DumpStackStats& s : dump.stack_stats) {
+      if (s.live_blocks != 0) Add(&view, frames(s.stack_id), s.live_bytes, s.live_blocks);
+    }
+  } else if (kind == ViewKind::kLive) {
     // The blocks the dump lists: the live table as the report copied it (one consistent view).
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stack;
     for (const DumpBlock& b : dump.blocks) {

@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           r.threads.size() == dump.threads.size() && r.process.program == dump.process.program &&
           r.stack_stats.size() == dump.stack_stats.size() &&
           r.thread_totals.size() == dump.thread_totals.size() &&
-          r.timeline.size() == dump.timeline.size());
+          r.timeline.size() == dump.timeline.size() && r.process.snapshot == dump.process.snapshot);
   }
   return 0;
 }
