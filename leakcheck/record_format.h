@@ -95,8 +95,8 @@ struct ThreadEntry {
 };
 constexpr uint32_t kThreadChunk = 1024;
 
-// The program's loaded objects when it last wrote them (at start, and after each dlopen or
-// dlclose the checker saw).
+// The program's loaded objects when it last wrote them (at start, after each dlclose, and when a
+// new stack ran through an object the list lacked: record_region.h, RecordModulesCovering).
 struct Module {
   char path[256];        // NUL-terminated; the executable's full path for the main program
   uint8_t build_id[32];

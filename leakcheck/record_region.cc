@@ -33,6 +33,8 @@ SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never 
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
 SpinLock g_modules_lock;  // one module list update at a time (dlclose runs on any thread)
+// The module map's generation the list last written was made from (0: none written yet).
+std::atomic<uint64_t> g_recorded_generation{0};
 
 // The tables as they were at a fork, copied by the parent with every table lock held (after the
 // fork its threads write on into the shared pieces): the child puts them in place of the shared
@@ -263,7 +265,10 @@ void RecordModules() {
   map.RefreshIfChanged();
   internal::ModuleMap::Reader reader(map);
   const internal::ModuleSnapshot* snapshot = reader.snapshot();
-  if (snapshot == nullptr) return;
+  if (snapshot == nullptr ||
+      snapshot->generation() == g_recorded_generation.load(std::memory_order_relaxed)) {
+    return;  // the list written holds these objects already
+  }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t bytes = (sizeof(record::ModuleList) +
                         sizeof(record::Module) * static_cast<size_t>(snapshot->size()) + page - 1) &
@@ -292,6 +297,7 @@ void RecordModules() {
   }
   // The count last: a list the program died writing reads as empty, and the older one is used.
   __atomic_store_n(&list->count, count, __ATOMIC_RELEASE);
+  g_recorded_generation.store(snapshot->generation(), std::memory_order_release);
   // The lists before this one are retired (a later update may have retired this one already).
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
@@ -303,6 +309,24 @@ void RecordModules() {
       if (RetireRow(row, bytes)) OwnUnmap(reinterpret_cast<void*>(address), bytes);
     }
   }
+}
+
+void RecordModulesCovering(void* const* pcs, int n) {
+  if (!Attached()) return;
+  {
+    internal::ModuleMap::Reader reader(internal::ModuleMap::Global());
+    const internal::ModuleSnapshot* snapshot = reader.snapshot();
+    bool covered = snapshot != nullptr && snapshot->generation() ==
+                                              g_recorded_generation.load(std::memory_order_acquire);
+    for (int i = 0; covered && i < n; ++i) {
+      // A byte back: a return address may lie just past its object's last byte (the reader
+      // looks a frame up so too).
+      const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+      covered = pc == 0 || snapshot->Find(pc - 1) != nullptr;
+    }
+    if (covered) return;
+  }
+  RecordModules();
 }
 
 void RecordBeforeFork() {

@@ -24,9 +24,17 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index = 0);
 void RecordUnmap(void* address, size_t bytes);
 
 // Writes the loaded objects into the region (a new list, then the old one retired), for the
-// launcher to name the stacks after the program is gone. Called at start and after each dlclose.
-// Not signal-safe (refreshes the module map); call under a ReentryGuard.
+// launcher to name the stacks after the program is gone, if the module map changed since the
+// list last written (its generation). Called at start, after each dlclose, and by
+// RecordModulesCovering. Not signal-safe (refreshes the module map); call under a ReentryGuard.
 void RecordModules();
+
+// Called with the frames of a stack the process captured for the first time (rare: stacks are
+// interned): if one lies in no object of the list last written (a library dlopen'ed since; the
+// checker does not interpose dlopen, whose caller decides where it looks), RecordModules. A frame
+// in no object at all (JIT code) costs one check of the loaded set (dl_iterate_phdr's counters)
+// per new stack and writes nothing. Not signal-safe; call under a ReentryGuard (the hooks do).
+void RecordModulesCovering(void* const* pcs, int n);
 
 // Around fork(), every table locked: before it, a private copy of each piece of the region (the
 // tables as they are at the fork; no piece is mapped until the fork is over); in the parent after

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/record_region.h"
 #include "leakcheck/sampler.h"
 #include "leakcheck/scan/exited_stacks.h"
 #include "stackwalk/capture.h"
@@ -182,7 +183,10 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   void* pcs[StackTable::kMaxFrames];
   int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
                              static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
-  uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
+  bool new_stack = false;
+  uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0, &new_stack);
+  // A new stack may run through a library loaded since the record's module list was written.
+  if (new_stack) RecordModulesCovering(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
   Allocation replaced;
   const uint64_t sequence = NextSequence(s.allocations);

@@ -1,7 +1,8 @@
 // --name-in=launcher: the launcher runs the program as its child, gets its reports as leak dumps
 // through a pipe, and names and renders them itself (issue 18). Every ending of the program
 // (exit, _exit's status, SIGSEGV and SIGABRT with the status they have without the checker,
-// SIGKILL; a death by signal reported from the program's record region, issue 17), a report signal sent to the launcher, a forked child's own report, --exitcode; and
+// SIGKILL; a death by signal reported from the program's record region, issue 17, its frames in a
+// library loaded after start named), a report signal sent to the launcher, a forked child's own report, --exitcode; and
 // the report is the program's own (tests/fixtures/leak_endings.c, tests/fixtures/leaky.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -153,6 +154,22 @@ TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   EXPECT_NE(run.err.find("its record at its death is reported (unclassified)"), std::string::npos)
       << run.err;
   ExpectRecordReport(run.err, "SIGKILL");
+}
+
+// A library dlopen'ed after start: the record's module list is written again once a new stack
+// runs through it, so the killed program's block made in it is named, not given as an address.
+TEST(LauncherNames, AKilledProgramsFramesInALibraryLoadedLaterAreNamed) {
+  const Outcome run = RunToEnd(Launcher({LATE_LIBRARY, LEAKY_PLUGIN}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw) && WTERMSIG(run.raw) == SIGKILL) << run.err;
+  EXPECT_NE(run.err.find("live allocations (report 1, on killed by SIGKILL)"), std::string::npos)
+      << run.err;
+  const size_t block = run.err.find("Live: 333 byte(s) in 1 object(s) allocated from:\n    #0 ");
+  ASSERT_NE(block, std::string::npos) << run.err;
+  const std::string frames = run.err.substr(block, run.err.find("\n\n", block) - block);
+  EXPECT_NE(frames.find(" in PluginLeak at "), std::string::npos) << frames;
+  EXPECT_NE(frames.find("libleaky_plugin.so+0x"), std::string::npos) << frames;
+  EXPECT_NE(frames.find(" in main at "), std::string::npos) << frames;
+  EXPECT_EQ(run.err.find("the record is incomplete"), std::string::npos) << run.err;
 }
 
 // Sampling: the record holds the sampled blocks only, so its report gives their estimates and
