@@ -19,7 +19,7 @@
 namespace stackwalk::leakcheck::record {
 
 constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the header keeps the process's peak
 
 // The environment variable naming the region's descriptor in the checked program, and the
 // descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
@@ -65,6 +65,7 @@ struct Header {
   uint64_t extent_high;      // rows at or above it were never used (atomic)
   uint64_t lost_extents;     // mappings kept out of the region (recorded privately: not readable)
   uint64_t exit_reported;    // 1 once the process wrote its report at exit (nothing is left to say)
+  uint64_t peak_bytes;       // the process's recorded live bytes at their peak (atomic, only raised)
   char program[256];         // the executable's path, NUL-terminated
   Extent extents[kExtentCapacity];
 };

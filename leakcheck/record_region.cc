@@ -410,6 +410,17 @@ void RecordExitReported() {
   __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
 }
 
+void RecordPeak(uint64_t bytes) {
+  // No attach from here, and no pid check (a syscall): a region is attached at the first table
+  // piece, before anything is recorded; a child made without the fork handlers writes its
+  // parent's tables anyway (limits.md).
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  uint64_t high = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
+  while (bytes > high && !__atomic_compare_exchange_n(&g_header->peak_bytes, &high, bytes, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 bool RecordRegionAttached() { return Attached(); }
 
 }  // namespace stackwalk::leakcheck

@@ -49,6 +49,11 @@ void RecordLeaveAfterFork();
 // otherwise when the program names its own reports, then reports nothing more of it.
 void RecordExitReported();
 
+// Raises the region's copy of the process's peak live bytes to `bytes` (the hooks call it at
+// each new peak, so a killed program's report gives its true peak; each thread's peak is in its
+// registry entry, which lives in the region already). Async-signal-safe: a few atomics.
+void RecordPeak(uint64_t bytes);
+
 // Whether this process records into a region the launcher will read (tests, the report).
 bool RecordRegionAttached();
 

@@ -136,7 +136,10 @@ bool CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id,
     stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
   }
   const bool new_peak = s.live_bytes.Add(size);
-  if (new_peak) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
+  if (new_peak) {
+    s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
+    RecordPeak(s.live_bytes.peak.load(std::memory_order_relaxed));  // for a killed program's report
+  }
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
   return new_peak;
 }

@@ -389,6 +389,7 @@ TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
   const dump::DumpContents& d = reading.dump;
   EXPECT_EQ(d.process.pid, 4242);
   EXPECT_EQ(d.process.program, "/bin/program");
+  EXPECT_EQ(d.summary.peak_bytes, 500u);  // the header's peak, above the 300 bytes live
   ASSERT_EQ(d.blocks.size(), 2u);
   EXPECT_EQ(d.blocks[0].size + d.blocks[1].size, 300u);
   ASSERT_EQ(d.stacks.size(), 2u);
