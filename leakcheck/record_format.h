@@ -42,6 +42,14 @@ enum ExtentKind : uint32_t {
   kThreads = 5,          // a ThreadRegistry chunk: ThreadEntry[kThreadChunk]; index = chunk
 };
 
+// Why a record has nothing left to say (Header::exit_reported).
+enum RecordEnd : uint64_t {
+  kNotEnded = 0,      // the tables are the living image's: a death by signal is reported from them
+  kExitReported = 1,  // the process wrote its report at exit
+  kExecuted = 2,      // it exec'd (or is exec'ing): an image the checker reaches starts the region
+                      // afresh; one it does not (static, set-ID) leaves this record stale
+};
+
 struct Extent {
   uint64_t state;    // ExtentState, written with atomics
   uint32_t kind;     // ExtentKind
@@ -64,7 +72,7 @@ struct Header {
   uint16_t pointer_bytes;    // sizeof(void*) of the program
   uint64_t extent_high;      // rows at or above it were never used (atomic)
   uint64_t lost_extents;     // mappings kept out of the region (recorded privately: not readable)
-  uint64_t exit_reported;    // 1 once the process wrote its report at exit (nothing is left to say)
+  uint64_t exit_reported;    // RecordEnd (atomic): whether the record still says how the process ended
   uint64_t peak_bytes;       // the process's recorded live bytes at their peak (atomic, only raised)
   char program[256];         // the executable's path, NUL-terminated
   Extent extents[kExtentCapacity];

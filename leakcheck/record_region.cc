@@ -407,7 +407,26 @@ void RecordLeaveAfterFork() {
 
 void RecordExitReported() {
   if (!OwnsRegion()) return;
-  __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_header->exit_reported, uint64_t{record::kExitReported}, __ATOMIC_RELEASE);
+}
+
+bool RecordExecBegins() {
+  // Not OwnsRegion(): in a vfork child it would let go of the region the parent shares.
+  if (g_state.load(std::memory_order_acquire) != kAttached ||
+      g_header->pid != static_cast<int32_t>(getpid())) {
+    return false;
+  }
+  uint64_t living = record::kNotEnded;
+  return __atomic_compare_exchange_n(&g_header->exit_reported, &living,
+                                     uint64_t{record::kExecuted}, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED);
+}
+
+void RecordExecFailed() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  uint64_t executed = record::kExecuted;
+  __atomic_compare_exchange_n(&g_header->exit_reported, &executed, uint64_t{record::kNotEnded},
+                              false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 void RecordPeak(uint64_t bytes) {

@@ -49,6 +49,15 @@ void RecordLeaveAfterFork();
 // otherwise when the program names its own reports, then reports nothing more of it.
 void RecordExitReported();
 
+// Around an exec by this process: the record's image is about to go. RecordExecBegins marks the
+// record superseded (record::kExecuted), so that a later death by signal of an image the checker
+// does not reach (static, set-ID: nothing starts the region afresh) is not reported as this
+// image's; it returns false, touching nothing, if this process has no region of its own (a vfork
+// child shares its parent's). RecordExecFailed, after an exec that returned, takes the mark back.
+// Async-signal-safe (getpid and atomics): exec is called in vfork children and after fork.
+bool RecordExecBegins();
+void RecordExecFailed();
+
 // Raises the region's copy of the process's peak live bytes to `bytes` (the hooks call it at
 // each new peak, so a killed program's report gives its true peak; each thread's peak is in its
 // registry entry, which lives in the region already). Async-signal-safe: a few atomics.

@@ -204,18 +204,19 @@ std::string SignalName(int signo) {
 }
 
 // After the program died of `signo` without its report: what its record region held at its death,
-// reported (unclassified: no memory is left to scan) and said so on stderr. False if there was no
-// record to read.
-bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSettings& settings,
-                  DumpRenderer* renderer) {
+// reported (unclassified: no memory is left to scan) and said so on stderr. Returns what became
+// of it, for the line that says how the program ended.
+std::string ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSettings& settings,
+                         DumpRenderer* renderer) {
+  const std::string none = "no report could be written at its end";
   struct stat st;
-  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return false;
+  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return none;
   const size_t size = static_cast<size_t>(st.st_size);
   void* region = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, record_fd, 0);
   if (region == MAP_FAILED) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot read the program's record: %s\n",
                  std::strerror(errno));
-    return false;
+    return none;
   }
   dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
                                                  "killed by " + SignalName(signo));
@@ -228,7 +229,12 @@ bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSetti
   rendering.libraries = settings.libraries;
   rendering.ignore_libraries = settings.ignore_libraries;
   rendering.suppressions = settings.suppressions;
-  if (!reading.begun || reading.dump.process.pid != program || reading.exit_reported) return false;
+  if (reading.begun && reading.executed) {
+    // The image that recorded is gone; the one that died never attached (static, set-ID).
+    return "its record ended when it exec'd a program the checker does not reach (statically "
+           "linked, set-ID): " + none;
+  }
+  if (!reading.begun || reading.dump.process.pid != program || reading.exit_reported) return none;
   std::fprintf(stderr,
                "stackwalk-leakcheck: the report below is the program's record at its death: "
                "every block it held, unclassified (no memory was left to scan)\n");
@@ -236,7 +242,7 @@ bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSetti
     std::fprintf(stderr, "stackwalk-leakcheck: the record is incomplete: %s\n", problem.c_str());
   }
   renderer->RenderMade(reading.dump);
-  return true;
+  return "its record at its death is reported (unclassified)";
 }
 
 }  // namespace
@@ -342,12 +348,10 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   if (WIFSIGNALED(status)) {
     const int signo = WTERMSIG(status);
     if (!renderer.program_reported_at_exit()) {
-      const bool recorded = ReportRecord(record_fd, signo, child, settings, &renderer);
+      const std::string record = ReportRecord(record_fd, signo, child, settings, &renderer);
       std::fprintf(stderr, "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; %s\n",
                    argv[0], static_cast<int>(child), signo, strsignal(signo),
-                   WCOREDUMP(status) ? ", core dumped" : "",
-                   recorded ? "its record at its death is reported (unclassified)"
-                            : "no report could be written at its end");
+                   WCOREDUMP(status) ? ", core dumped" : "", record.c_str());
     }
     DieLike(signo);
   }

@@ -209,7 +209,8 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   std::memcpy(&header, region, kFixed);
   if (std::memcmp(header.magic, rec::kMagic, sizeof(rec::kMagic)) != 0) return out;
   out.begun = true;
-  out.exit_reported = header.exit_reported != 0;
+  out.exit_reported = header.exit_reported == rec::kExitReported;
+  out.executed = header.exit_reported == rec::kExecuted;
   if (header.version != rec::kVersion || header.pointer_bytes != sizeof(void*)) {
     out.problems.push_back("a record of version " + std::to_string(header.version) + " with " +
                            std::to_string(header.pointer_bytes) +
