@@ -150,16 +150,16 @@ class DumpRenderer {
   }
 
   void Render(const dump::DumpContents& d, const std::string& raw) {
-    if (!settings_.dump.empty() && !raw.empty()) {
-      Deliver(WithPid(settings_.dump, d.process.pid), raw, "the dump");
+    if (settings_.options.dump[0] != '\0' && !raw.empty()) {
+      Deliver(WithPid(settings_.options.dump, d.process.pid), raw, "the dump");
     }
-    if (!settings_.render) return;
+    if (!settings_.render()) return;
     uint64_t leaked = 0;
     const std::string text = dump::RenderDumpReport(d, {}, {}, &leaked);
-    if (settings_.output.empty()) {
+    if (settings_.options.output[0] == '\0') {
       WriteAll(2, text);
     } else {
-      Deliver(WithPid(settings_.output, d.process.pid), text, "the report");
+      Deliver(WithPid(settings_.options.output, d.process.pid), text, "the report");
     }
     if (d.process.pid == program_ && d.process.at_exit) {
       program_reported_at_exit_ = true;
@@ -222,13 +222,14 @@ std::string ReportRecord(int record_fd, int signo, pid_t program, const Supervis
                                                  "killed by " + SignalName(signo));
   munmap(region, size);
   // The record holds the sampled blocks only: the report gives their estimates and says so.
-  reading.dump.sample_bytes = settings.sample_bytes;
+  const Options& options = settings.options;
+  reading.dump.sample_bytes = options.sample_bytes;
   dump::DumpRendering& rendering = reading.dump.rendering;
-  rendering.json = settings.json;
-  rendering.show_reachable = settings.show_reachable;
-  rendering.libraries = settings.libraries;
-  rendering.ignore_libraries = settings.ignore_libraries;
-  rendering.suppressions = settings.suppressions;
+  rendering.json = options.json;
+  rendering.show_reachable = options.show_reachable;
+  rendering.libraries = options.libraries;
+  rendering.ignore_libraries = options.ignore_libraries;
+  rendering.suppressions = options.suppressions;
   if (reading.begun && reading.executed) {
     // The image that recorded is gone; the one that died never attached (static, set-ID).
     return "its record ended when it exec'd a program the checker does not reach (statically "
@@ -261,7 +262,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   sigset_t handled, before;
   sigemptyset(&handled);
   for (int signo : kForwarded) sigaddset(&handled, signo);
-  if (settings.report_signal != 0) sigaddset(&handled, settings.report_signal);
+  if (settings.options.report_signal != 0) sigaddset(&handled, settings.options.report_signal);
   sigaddset(&handled, SIGCHLD);
   sigprocmask(SIG_BLOCK, &handled, &before);
 
@@ -300,7 +301,9 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&forward.sa_mask);
   for (int signo : kForwarded) sigaction(signo, &forward, nullptr);
-  if (settings.report_signal != 0) sigaction(settings.report_signal, &forward, nullptr);
+  if (settings.options.report_signal != 0) {
+    sigaction(settings.options.report_signal, &forward, nullptr);
+  }
   struct sigaction ended = {};
   ended.sa_handler = NoteChildEnded;
   ended.sa_flags = SA_RESTART | SA_NOCLDSTOP;
@@ -356,7 +359,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     DieLike(signo);
   }
   const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  if (settings.exitcode != 0 && renderer.program_leaked()) return settings.exitcode;
+  if (settings.exitcode() != 0 && renderer.program_leaked()) return settings.exitcode();
   return exit_status;
 }
 

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "leakcheck/options.h"
+
 namespace stackwalk::leakcheck {
 
 // The environment variable that names the dump pipe's descriptor in the program. The checked
@@ -24,18 +26,18 @@ struct SupervisorSettings {
   // (and applies --exitcode); the launcher only waits, forwards signals, passes the status
   // through and, after a death by signal, reports the program's record region.
   bool name_in_launcher = true;
-  // Without naming in the launcher: whether the record's report is rendered (--program-report=0
-  // asks for the dump alone).
-  bool render = true;
-  std::string output;    // --output ("%p": the reporting process's pid); stderr when empty
-  std::string dump;      // --dump: the raw dumps kept there too ("%p" likewise); none when empty
-  int exitcode = 0;      // --exitcode: the status when the program's at-exit report has leaks
-  int report_signal = 0; // forwarded like the others, whichever it is
-  uint64_t sample_bytes = 0;  // --sample-bytes: the record's blocks are a sample, its figures estimates
-  // How the record's report is rendered (the program's dumps carry their own).
-  bool json = false;
-  bool show_reachable = false;
-  std::string libraries, ignore_libraries, suppressions;
+  // The launcher's options as checked. What the launcher reads of them: where reports and dumps
+  // go (output, dump: "%p" is the reporting process's pid), the report signal (forwarded like the
+  // others), sampling (a record's blocks are a sample), and how a record's report is rendered
+  // (json, show_reachable, the library filters, suppressions; the program's dumps carry their own).
+  Options options;
+
+  // Whether reports are rendered: without naming in the launcher, --program-report=0 asks for
+  // the record's dump alone.
+  bool render() const { return name_in_launcher || options.program_report; }
+  // The status when the program's at-exit report has leaks, if the launcher decides it (naming in
+  // the program, the program applies --exitcode itself); 0: none.
+  int exitcode() const { return name_in_launcher ? options.exitcode : 0; }
 };
 
 // Runs argv[0] (found on PATH) with the environment as it is (LD_PRELOAD and the options already

@@ -267,17 +267,7 @@ int main(int argc, char** argv) {
   // program's record region should it die of a signal (SIGKILL included), and ends as it ended.
   stackwalk::leakcheck::SupervisorSettings settings;
   settings.name_in_launcher = name_in_launcher;
-  settings.render = name_in_launcher || checked.program_report;
-  settings.output = checked.output;
-  settings.dump = checked.dump;
-  settings.exitcode = name_in_launcher ? checked.exitcode : 0;
-  settings.report_signal = checked.report_signal;
-  settings.sample_bytes = checked.sample_bytes;
-  settings.json = checked.json;
-  settings.show_reachable = checked.show_reachable;
-  settings.libraries = checked.libraries;
-  settings.ignore_libraries = checked.ignore_libraries;
-  settings.suppressions = checked.suppressions;
+  settings.options = checked;
   return stackwalk::leakcheck::SuperviseProgram(argv + i, settings);
 #else
   // No dump library to read a record with: the program keeps this process id (the checker
