@@ -17,6 +17,7 @@
 #include "leakcheck/checks.h"
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/preload_exec.h"
+#include "leakcheck/record_handover.h"
 #include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
@@ -137,6 +138,7 @@ __attribute__((constructor(101))) void StartPreloaded() {
         S_ISREG(st.st_mode) && st.st_nlink == 0) {
       close(std::atoi(record_fd));
     }
+    if (const int children = HandoverSocket(); children >= 0) close(children);
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();
     return;

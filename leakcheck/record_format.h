@@ -26,6 +26,10 @@ constexpr uint32_t kVersion = 2;  // 2: the header keeps the process's peak
 // pipe's 499).
 constexpr char kDescriptorVariable[] = "STACKWALK_LEAKCHECK_RECORD_FD";
 constexpr int kDescriptor = 498;
+// The unix socket through which forked children hand their own regions to the launcher
+// (record_handover.h), beside it.
+constexpr char kChildrenVariable[] = "STACKWALK_LEAKCHECK_CHILDREN_FD";
+constexpr int kChildrenDescriptor = 497;
 
 enum ExtentState : uint64_t {
   kFree = 0,     // never used

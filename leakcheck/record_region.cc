@@ -12,6 +12,7 @@
 
 #include "core/module_map.h"
 #include "leakcheck/dump/dump_format.h"
+#include "leakcheck/record_handover.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/spin_lock.h"
@@ -43,7 +44,14 @@ struct ForkCopy {
   uintptr_t address;  // the shared piece
   void* copy;         // its private copy; nullptr: none could be made
   size_t bytes;
+  uint32_t kind;      // its directory row's, for the child's own region
+  uint32_t index;
+  uint64_t offset;    // where `copy` lies in g_child_fd; kNotInChild: a private copy
 };
+constexpr uint64_t kNotInChild = ~uint64_t{0};
+// The child's own region (under the launcher, record_handover.h), made by the parent at the fork
+// with the copies in it: the child puts them in place as they are, with no second copy. -1: none.
+int g_child_fd = -1;
 // In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
 // leave the child sharing its parent's live tables.
 ForkCopy g_fork_copies[record::kExtentCapacity];
@@ -91,6 +99,19 @@ bool SizeAllowed(uint64_t bytes) {
          bytes <= limit.rlim_cur;
 }
 
+// Fills in a new header's fixed fields for this process (the program's path is the caller's), the
+// magic last: a reader takes a region without it for one never begun.
+void BeginHeader(Header* header) {
+  header->version = record::kVersion;
+  header->extent_capacity = record::kExtentCapacity;
+  header->header_bytes = record::kHeaderBytes;
+  header->pid = static_cast<int32_t>(getpid());
+  header->machine = dump::NativeMachine();
+  header->pointer_bytes = sizeof(void*);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  std::memcpy(header->magic, record::kMagic, sizeof(record::kMagic));
+}
+
 // The region is this process's if the launcher named it and this is the process it checks (the
 // same pid: a wrapper's exec of the program keeps it). Each new image starts it afresh: what an
 // earlier image of this process recorded went with its memory.
@@ -113,17 +134,9 @@ bool Attach() {
   g_header = static_cast<Header*>(header);
   g_fd = static_cast<int>(fd);
   g_size = record::kHeaderBytes;
-  g_header->version = record::kVersion;
-  g_header->extent_capacity = record::kExtentCapacity;
-  g_header->header_bytes = record::kHeaderBytes;
-  g_header->pid = static_cast<int32_t>(getpid());
-  g_header->machine = dump::NativeMachine();
-  g_header->pointer_bytes = sizeof(void*);
   const ssize_t n = readlink("/proc/self/exe", g_header->program, sizeof(g_header->program) - 1);
   g_header->program[n > 0 ? n : 0] = '\0';
-  // The magic last: a reader takes a region without it for one never begun.
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  std::memcpy(g_header->magic, record::kMagic, sizeof(record::kMagic));
+  BeginHeader(g_header);
   return true;
 }
 
@@ -334,18 +347,46 @@ void RecordBeforeFork() {
   g_grow_lock.Lock();  // no piece is mapped until the fork is over
   g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
+  uint64_t child_size = record::kHeaderBytes;
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
     const Extent& row = g_header->extents[i];
     if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) != record::kLive) continue;
     ForkCopy& copy = g_fork_copies[g_fork_copy_count++];
     copy.address = row.address;
     copy.bytes = row.bytes;
-    copy.copy = mmap(nullptr, row.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    copy.kind = row.kind;
+    copy.index = row.index;
+    copy.offset = kNotInChild;
+    child_size += row.bytes;
+  }
+  // The child's region, if there is a launcher to hand it to (else the copies are private).
+  g_child_fd = -1;
+  if (HandoverSocket() >= 0 && SizeAllowed(child_size)) {
+    g_child_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
+    if (g_child_fd >= 0 && ftruncate(g_child_fd, static_cast<off_t>(child_size)) != 0) {
+      close(g_child_fd);
+      g_child_fd = -1;
+    }
+  }
+  uint64_t offset = record::kHeaderBytes;
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
+    ForkCopy& copy = g_fork_copies[i];
+    copy.copy = MAP_FAILED;
+    if (g_child_fd >= 0) {
+      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_child_fd,
+                       static_cast<off_t>(offset));
+      if (copy.copy != MAP_FAILED) copy.offset = offset;
+      offset += copy.bytes;
+    }
+    if (copy.copy == MAP_FAILED) {
+      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+    }
     if (copy.copy == MAP_FAILED) {
       copy.copy = nullptr;  // out of memory: the child copies it itself
       continue;
     }
-    CopyResident(copy.copy, reinterpret_cast<const void*>(row.address), row.bytes);
+    CopyResident(copy.copy, reinterpret_cast<const void*>(copy.address), copy.bytes);
   }
 }
 
@@ -355,48 +396,126 @@ void RecordAfterForkParent() {
     if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
   }
   g_fork_copy_count = 0;
+  if (g_child_fd >= 0) close(g_child_fd);  // the child's, and the launcher's once handed over
+  g_child_fd = -1;
   g_grow_lock.Unlock();
 }
 
+namespace {
+
+// In a forked child: a piece of the parent's region replaced by private memory holding the
+// tables as they were at the fork. False if no copy could be made (its tables start empty).
+bool MakePrivate(const ForkCopy& piece) {
+  void* shared = reinterpret_cast<void*>(piece.address);
+  void* copy = piece.copy;
+  if (copy == nullptr) {
+    copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy != MAP_FAILED) {
+      CopyResident(copy, shared, piece.bytes);
+    } else {
+      copy = nullptr;
+    }
+  }
+  // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
+  // pointers stay valid, and the parent's region no longer sees this process's writes.
+  if (copy != nullptr &&
+      mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
+    return true;
+  }
+  if (copy != nullptr) munmap(copy, piece.bytes);
+  // No copy: the child must still never write its parent's tables. Zero private pages in their
+  // place (the child's tables lose what they held then, said once), or, failing even that, the
+  // child ends rather than corrupt the parent's record.
+  if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+           -1, 0) == MAP_FAILED) {
+    _exit(127);
+  }
+  return false;
+}
+
+void SayTablesLost() {
+  static const char kNote[] =
+      "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
+  const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
+  (void)ignored;
+}
+
+// In a forked child, alone: a region of its own (the memfd the parent made at the fork, with the
+// copies in it) holding its pieces at the same addresses, the tables as they were at the fork,
+// handed to the launcher (record_handover.h), which reports it if the child dies of a signal.
+// False, changing nothing, if there is none: the child then keeps private copies.
+bool MoveToOwnRegion() {
+  const int socket = HandoverSocket();
+  const int fd = g_child_fd;
+  g_child_fd = -1;
+  struct stat st;
+  void* mapped = nullptr;
+  if (socket < 0 || fd < 0 || fstat(fd, &st) != 0 ||
+      (mapped = OwnMapShared(record::kHeaderBytes, fd, 0)) == nullptr) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  auto* header = static_cast<Header*>(mapped);
+  std::memcpy(header->program, g_header->program, sizeof(header->program));
+  header->peak_bytes = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
+  // Each copy in the region put in place of the parent's shared piece (mremap replaces it whole:
+  // the tables' pointers stay valid).
+  uint64_t rows = 0;
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
+    ForkCopy& piece = g_fork_copies[i];
+    void* shared = reinterpret_cast<void*>(piece.address);
+    if (piece.offset == kNotInChild || piece.copy == nullptr ||
+        mremap(piece.copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
+            MAP_FAILED) {
+      ++header->lost_extents;  // left to the private path (RecordLeaveAfterFork)
+      continue;
+    }
+    piece.copy = shared;  // done: the private path leaves it alone
+    Extent& row = header->extents[rows++];
+    row.kind = piece.kind;
+    row.index = piece.index;
+    row.offset = piece.offset;
+    row.address = piece.address;
+    row.bytes = piece.bytes;
+    row.state = record::kLive;
+  }
+  header->extent_high = rows;
+  BeginHeader(header);
+  // The parent's region let go of, this one taken up: the child grows and retires its own.
+  OwnUnmap(g_header, record::kHeaderBytes);
+  close(g_fd);
+  g_header = header;
+  g_fd = fd;
+  g_fd_device = st.st_dev;
+  g_fd_inode = st.st_ino;
+  g_fd_lost.store(false, std::memory_order_relaxed);
+  g_size = static_cast<uint64_t>(st.st_size);
+  HandOverRegion(socket, fd);
+  return true;
+}
+
+}  // namespace
+
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  if (MoveToOwnRegion()) {
+    // Pieces that could not move (counted lost in the child's header) go the private way.
+    bool lost_tables = false;
+    for (size_t i = 0; i < g_fork_copy_count; ++i) {
+      ForkCopy& piece = g_fork_copies[i];
+      if (piece.copy == reinterpret_cast<void*>(piece.address)) continue;
+      lost_tables |= !MakePrivate(piece);
+    }
+    g_fork_copy_count = 0;
+    g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it
+    if (lost_tables) SayTablesLost();
+    return;
+  }
   bool lost_tables = false;
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
-  for (size_t i = 0; i < g_fork_copy_count; ++i) {
-    const ForkCopy& piece = g_fork_copies[i];
-    void* shared = reinterpret_cast<void*>(piece.address);
-    void* copy = piece.copy;
-    if (copy == nullptr) {
-      copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (copy != MAP_FAILED) {
-        CopyResident(copy, shared, piece.bytes);
-      } else {
-        copy = nullptr;
-      }
-    }
-    // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
-    // pointers stay valid, and the parent's region no longer sees this process's writes.
-    if (copy != nullptr &&
-        mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
-      continue;
-    }
-    if (copy != nullptr) munmap(copy, piece.bytes);
-    // No copy: the child must still never write its parent's tables. Zero private pages in their
-    // place (the child's tables lose what they held then, said once), or, failing even that, the
-    // child ends rather than corrupt the parent's record.
-    if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-             -1, 0) == MAP_FAILED) {
-      _exit(127);
-    }
-    lost_tables = true;
-  }
-  if (lost_tables) {
-    static const char kNote[] =
-        "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
-    const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
-    (void)ignored;
-  }
+  for (size_t i = 0; i < g_fork_copy_count; ++i) lost_tables |= !MakePrivate(g_fork_copies[i]);
+  if (lost_tables) SayTablesLost();
   g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;

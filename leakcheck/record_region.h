@@ -39,8 +39,11 @@ void RecordModulesCovering(void* const* pcs, int n);
 // Around fork(), every table locked: before it, a private copy of each piece of the region (the
 // tables as they are at the fork; no piece is mapped until the fork is over); in the parent after
 // it, the copies dropped; in the child, alone, the copies put in place of the shared pieces at the
-// same addresses and the region let go (closed): the child's records stay its own and the
-// parent's stay as the parent leaves them, whatever its threads write meanwhile.
+// same addresses and the parent's region let go (closed): the child's records stay its own and the
+// parent's stay as the parent leaves them, whatever its threads write meanwhile. Under the
+// launcher the child's pieces are those of a region of its own (a new memfd, handed to the
+// launcher: record_handover.h), which the launcher reports if the child dies of a signal;
+// without it, private memory.
 void RecordBeforeFork();
 void RecordAfterForkParent();
 void RecordLeaveAfterFork();

@@ -216,6 +216,39 @@ TEST(LauncherNames, AForkedChildKeepsItsOwnReportAndLeavesItsParentsRecordAlone)
   EXPECT_EQ(parents.find(" 77 byte"), std::string::npos) << parents;
 }
 
+// A forked child killed by SIGKILL: its own region, handed to the launcher at the fork, is
+// reported as that child (its pid): the 25 blocks it made and the block it inherited. The launcher
+// is not its parent: it names the signal where the kernel tells it (PIDFD_GET_INFO's exit code,
+// Linux 6.15, or the zombie's stat before the parent reaps it), else says it could not see.
+TEST(LauncherNames, AForkedChildKilledBySigkillIsReportedFromItsOwnRecord) {
+  const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "fork-child-killed"}));
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  std::smatch child;
+  ASSERT_TRUE(std::regex_search(run.err, child, std::regex(
+      "the report below is the record of process ([0-9]+) \\(a forked child of the program\\)")))
+      << run.err;
+  const size_t record = static_cast<size_t>(child.position(0));
+  const std::string childs = run.err.substr(record, run.err.find("SUMMARY", record) - record);
+  EXPECT_TRUE(std::regex_search(childs, std::regex(
+      "live allocations \\(report 1, on (killed by SIGKILL|an end the launcher could not see)\\)")))
+      << childs;
+  EXPECT_NE(childs.find("process " + child[1].str() + " ("), std::string::npos) << childs;
+  EXPECT_NE(childs.find("Live: 1925 byte(s) in 25 object(s) allocated from:\n    #0 "),
+            std::string::npos) << childs;
+  EXPECT_NE(childs.find(" in endings_child_block at "), std::string::npos) << childs;
+  EXPECT_NE(childs.find("Live: 4321 byte(s) in 1 object(s)"), std::string::npos) << childs;
+  EXPECT_TRUE(std::regex_search(run.err, std::regex(
+      "process " + child[1].str() + " \\(a forked child\\) (was killed by signal 9|ended without)")))
+      << run.err;
+  // The parent's own report at exit, without the child's blocks.
+  const size_t parent = run.err.find("leaks at exit (report 1)");
+  ASSERT_NE(parent, std::string::npos) << run.err;
+  const std::string parents = run.err.substr(parent, run.err.find("SUMMARY", parent) - parent);
+  EXPECT_EQ(parents.find("endings_child_block"), std::string::npos) << parents;
+  EXPECT_EQ(parents.find("process " + child[1].str()), std::string::npos) << parents;
+}
+
 TEST(LauncherNames, TheRecordsReportIsKeptAsADumpThatRendersTheSame) {
   const std::string out = TempPath("killed.txt"), dump = TempPath("killed.%p.dump");
   const Outcome run = RunToEnd(Launcher({"--output", out, "--dump", dump, LEAK_ENDINGS, "kill-self"}));

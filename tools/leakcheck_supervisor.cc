@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_encode.h"
@@ -25,6 +26,7 @@
 #include "leakcheck/dump/dump_report.h"
 #include "leakcheck/dump/record_read.h"
 #include "leakcheck/record_format.h"
+#include "leakcheck_children.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -203,10 +205,11 @@ std::string SignalName(int signo) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
 }
 
-// After the program died of `signo` without its report: what its record region held at its death,
-// reported (unclassified: no memory is left to scan) and said so on stderr. Returns what became
-// of it, for the line that says how the program ended.
-std::string ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSettings& settings,
+// After process `pid` (the program, or a forked child) ended without its report: what its record
+// region held at its end, reported (unclassified: no memory is left to scan) as `whose` and said
+// so on stderr. Returns what became of it, for the line that says how the process ended.
+std::string ReportRecord(int record_fd, const std::string& occasion, pid_t pid,
+                         const std::string& whose, const SupervisorSettings& settings,
                          DumpRenderer* renderer) {
   const std::string none = "no report could be written at its end";
   struct stat st;
@@ -218,8 +221,8 @@ std::string ReportRecord(int record_fd, int signo, pid_t program, const Supervis
                  std::strerror(errno));
     return none;
   }
-  dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
-                                                 "killed by " + SignalName(signo));
+  dump::RecordReading reading =
+      dump::ReadRecord(static_cast<const uint8_t*>(region), size, occasion);
   munmap(region, size);
   // The record holds the sampled blocks only: the report gives their estimates and says so.
   const Options& options = settings.options;
@@ -235,15 +238,39 @@ std::string ReportRecord(int record_fd, int signo, pid_t program, const Supervis
     return "its record ended when it exec'd a program the checker does not reach (statically "
            "linked, set-ID): " + none;
   }
-  if (!reading.begun || reading.dump.process.pid != program || reading.exit_reported) return none;
+  if (!reading.begun || reading.dump.process.pid != pid || reading.exit_reported) return none;
   std::fprintf(stderr,
-               "stackwalk-leakcheck: the report below is the program's record at its death: "
-               "every block it held, unclassified (no memory was left to scan)\n");
+               "stackwalk-leakcheck: the report below is %s: every block it held, unclassified "
+               "(no memory was left to scan)\n",
+               whose.c_str());
   for (const std::string& problem : reading.problems) {
     std::fprintf(stderr, "stackwalk-leakcheck: the record is incomplete: %s\n", problem.c_str());
   }
   renderer->RenderMade(reading.dump);
   return "its record at its death is reported (unclassified)";
+}
+
+// A forked child ended (children.h): if it left no report at exit, its record is reported, with
+// how it ended where the kernel told the launcher (not its parent) that.
+void ReportForkedChild(const ForkedChildren::Ended& end, const SupervisorSettings& settings,
+                       DumpRenderer* renderer) {
+  const bool killed = end.status_known && WIFSIGNALED(end.status);
+  if (end.status_known && !killed) return;  // exited: its report at exit was written, or not asked for
+  const int signo = killed ? WTERMSIG(end.status) : 0;
+  const std::string occasion =
+      killed ? "killed by " + SignalName(signo) : "an end the launcher could not see";
+  const std::string whose = "the record of process " + std::to_string(end.pid) +
+                            " (a forked child of the program) at its end";
+  const std::string record = ReportRecord(end.region, occasion, end.pid, whose, settings, renderer);
+  if (record.find("is reported") == std::string::npos) return;  // it reported at exit, or exec'd
+  if (killed) {
+    std::fprintf(stderr, "stackwalk-leakcheck: process %d (a forked child) was killed by signal %d "
+                 "(%s); %s\n", static_cast<int>(end.pid), signo, strsignal(signo), record.c_str());
+  } else {
+    std::fprintf(stderr, "stackwalk-leakcheck: process %d (a forked child) ended without its "
+                 "report at exit (killed by a signal, most likely; the launcher, not its parent, "
+                 "cannot know); %s\n", static_cast<int>(end.pid), record.c_str());
+  }
 }
 
 }  // namespace
@@ -258,6 +285,9 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   // The record region (record_format.h): the program's tables, readable after its death. Without
   // one (no memfd), the program runs as before and a death by signal leaves no report.
   const int record_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
+  // Each forked child's own region comes through it (record_handover.h).
+  ForkedChildren children;
+  const bool children_open = children.Open();
   // The signals wait, blocked, until the child's pid is known and the handlers are in place.
   sigset_t handled, before;
   sigemptyset(&handled);
@@ -287,6 +317,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     if (record_fd >= 0 && dup2(record_fd, record::kDescriptor) == record::kDescriptor) {
       setenv(record::kDescriptorVariable, std::to_string(record::kDescriptor).c_str(), 1);
     }
+    if (children_open) children.HandToProgram();
     // The checker checks this process (it keeps its pid through the program's own execs).
     setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
     execvp(argv[0], argv);
@@ -295,6 +326,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     _exit(127);
   }
   if (dump_pipe[1] >= 0) close(dump_pipe[1]);
+  children.AfterFork();
   g_child = child;
   struct sigaction forward = {};
   forward.sa_sigaction = Forward;
@@ -314,9 +346,21 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   char buf[1 << 16];
   int status = 0;
   bool pipe_open = settings.name_in_launcher, reaped = false;
+  const auto report_child = [&](const ForkedChildren::Ended& end) {
+    ReportForkedChild(end, settings, &renderer);
+  };
+  std::vector<pollfd> fds;
   while (!reaped) {
-    pollfd fds[2] = {{g_child_ended_pipe[0], POLLIN, 0}, {dump_pipe[0], POLLIN, 0}};
-    if (poll(fds, pipe_open ? 2 : 1, -1) < 0 && errno != EINTR) break;
+    fds = {{g_child_ended_pipe[0], POLLIN, 0}, {pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
+    children.AddPollFds(&fds);
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    // A child's handover, or a child's end (its dump, if any, came through the pipe before).
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) {
+        children.Collect(report_child);
+        break;
+      }
+    }
     if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
       const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
       if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
@@ -347,11 +391,15 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   renderer.Finish();
+  // The children that ended by now (a child still running is not waited for).
+  children.Collect(report_child);
 
   if (WIFSIGNALED(status)) {
     const int signo = WTERMSIG(status);
     if (!renderer.program_reported_at_exit()) {
-      const std::string record = ReportRecord(record_fd, signo, child, settings, &renderer);
+      const std::string record = ReportRecord(record_fd, "killed by " + SignalName(signo), child,
+                                              "the program's record at its death", settings,
+                                              &renderer);
       std::fprintf(stderr, "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; %s\n",
                    argv[0], static_cast<int>(child), signo, strsignal(signo),
                    WCOREDUMP(status) ? ", core dumped" : "", record.c_str());
