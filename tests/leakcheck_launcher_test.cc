@@ -249,6 +249,39 @@ TEST(LauncherNames, AForkedChildKilledBySigkillIsReportedFromItsOwnRecord) {
   EXPECT_EQ(parents.find("process " + child[1].str()), std::string::npos) << parents;
 }
 
+// A forked child that reports after the program ended: the launcher waits for it by default
+// (until the dump pipe's last write end is closed), and its report is rendered.
+TEST(LauncherNames, AChildThatOutlivesTheProgramIsWaitedForAndReported) {
+  const std::string go = TempPath("go");
+  std::ofstream(go).put('\n');
+  const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "fork-outlive", go}));
+  std::remove(go.c_str());
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  // The program's report and its child's, each at its exit.
+  const size_t first = run.err.find("leaks at exit (report 1)");
+  ASSERT_NE(first, std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)", first + 1), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Reachable: 2345 byte(s) in 1 object(s)"), std::string::npos) << run.err;
+}
+
+// --wait-children=0 (a program that leaves a daemon): the launcher ends with the program; the
+// child, held back until then, is not reported.
+TEST(LauncherNames, WithoutWaitingForChildrenTheLauncherEndsWithTheProgram) {
+  const std::string go = TempPath("go");
+  std::remove(go.c_str());
+  const Outcome run = RunToEnd(Launcher({"--wait-children=0", LEAK_ENDINGS, "fork-outlive", go}));
+  std::ofstream(go).put('\n');  // the child may end now (its report has no reader)
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("2345 byte(s)"), std::string::npos) << run.err;
+  const Outcome bad = RunToEnd({STACKWALK_LEAKCHECK, "--wait-children=2", LEAK_ENDINGS});
+  EXPECT_EQ(WEXITSTATUS(bad.raw), 2) << bad.err;
+  EXPECT_NE(bad.err.find("bad value '2' for --wait-children (0 or 1)"), std::string::npos)
+      << bad.err;
+}
+
 TEST(LauncherNames, TheRecordsReportIsKeptAsADumpThatRendersTheSame) {
   const std::string out = TempPath("killed.txt"), dump = TempPath("killed.%p.dump");
   const Outcome run = RunToEnd(Launcher({"--output", out, "--dump", dump, LEAK_ENDINGS, "kill-self"}));

@@ -98,6 +98,10 @@ void ForkedChildren::Receive() {
     msghdr& message = in.message;
     const ssize_t n = recvmsg(socket_[0], &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {  // no writer is left: no child will hand one over any more
+      close(socket_[0]);
+      socket_[0] = -1;
+    }
     if (n <= 0) return;
     int fds[kHandoverDescriptors] = {-1, -1, -1};
     size_t got = 0;

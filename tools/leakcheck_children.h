@@ -43,6 +43,9 @@ class ForkedChildren {
   // Takes the children handed over since (never blocks), then calls `ended` for each child that
   // has ended (its pidfd readable) and forgets it.
   void Collect(const std::function<void(const Ended&)>& ended);
+  // Whether a child handed over has not been seen to end, or one may still hand one over (the
+  // socket has a writer left).
+  bool Waiting() const { return !children_.empty() || socket_[0] >= 0; }
 
  private:
   struct Child {

@@ -374,8 +374,25 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   if (!reaped) waitpid(child, &status, 0);
+  g_child = 0;  // reaped: its pid may be another process's by now
+  if (settings.wait_children) {
+    // The program's descendants that outlive it, to the end of the last (SupervisorSettings::wait_children). A user's
+    // signal now ends the launcher (the program it was for is gone).
+    for (int signo : kForwarded) signal(signo, SIG_DFL);
+    while (pipe_open || children.Waiting()) {
+      fds = {{pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
+      children.AddPollFds(&fds);
+      if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+      if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
+        const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
+        if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
+        if (n == 0) pipe_open = false;
+      }
+      children.Collect(report_child);
+    }
+  }
   // What is in the pipe is rendered, and a dump begun (a forked child's, written whole under its
-  // lock) is read to its end; a child that has not begun one is not waited for.
+  // lock) is read to its end; without waiting, a child that has not begun one is not waited for.
   fcntl(dump_pipe[0], F_SETFL, O_NONBLOCK);
   while (pipe_open) {
     const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
@@ -391,7 +408,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   renderer.Finish();
-  // The children that ended by now (a child still running is not waited for).
+  // The children that ended by now (without waiting, a child still running is not waited for).
   children.Collect(report_child);
 
   if (WIFSIGNALED(status)) {

@@ -26,6 +26,13 @@ struct SupervisorSettings {
   // (and applies --exitcode); the launcher only waits, forwards signals, passes the status
   // through and, after a death by signal, reports the program's record region.
   bool name_in_launcher = true;
+  // True (--wait-children=1, the default): after the program ends the launcher waits for its
+  // checked descendants, until the dump pipe's last write end is closed (each checked process
+  // holds one) and every forked child that handed over its record region has ended, so that a
+  // child reporting after its parent ended is not lost. False (daemons, which outlive the program
+  // for good): it reads what is in the pipe, finishes a dump begun, reports the children ended by
+  // then, and ends.
+  bool wait_children = true;
   // The launcher's options as checked. What the launcher reads of them: where reports and dumps
   // go (output, dump: "%p" is the reporting process's pid), the report signal (forwarded like the
   // others), sampling (a record's blocks are a sample), and how a record's report is rendered
