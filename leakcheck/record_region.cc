@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -47,6 +48,7 @@ struct ForkCopy {
   uint32_t kind;      // its directory row's, for the child's own region
   uint32_t index;
   uint64_t offset;    // where `copy` lies in g_child_fd; kNotInChild: a private copy
+  uint64_t source;    // where the shared piece lies in the region (g_fd)
 };
 constexpr uint64_t kNotInChild = ~uint64_t{0};
 // The child's own region (under the launcher, record_handover.h), made by the parent at the fork
@@ -57,24 +59,28 @@ int g_child_fd = -1;
 ForkCopy g_fork_copies[record::kExtentCapacity];
 size_t g_fork_copy_count = 0;
 
-// Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
-// region, zero in the copy already): a table's untouched tail costs neither time nor memory.
-void CopyResident(void* to, const void* from, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  constexpr size_t kBatch = 256;
-  unsigned char resident[kBatch];
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = (bytes - done) / page < kBatch ? (bytes - done) / page : kBatch;
-    auto* src = static_cast<const char*>(from) + done;
-    auto* dst = static_cast<char*>(to) + done;
-    if (mincore(const_cast<char*>(src), n * page, resident) != 0) {
-      std::memcpy(dst, src, n * page);
-    } else {
-      for (size_t k = 0; k < n; ++k) {
-        if ((resident[k] & 1) != 0) std::memcpy(dst + k * page, src + k * page, page);
-      }
+// Copies what `from` holds, the `bytes` of the region at `offset` (lseek's SEEK_DATA and
+// SEEK_HOLE: pages never touched, or punched out, are holes in the region and zero in the copy
+// already, so a table's untouched tail costs neither time nor memory). Not mincore: a page of
+// the memfd swapped out is not resident, yet holds data. Async-signal-safe; the descriptor's
+// file offset moves, which nothing reads (the launcher maps the region, the tests pread it).
+void CopyData(void* to, const void* from, int fd, uint64_t offset, size_t bytes) {
+  const uint64_t end = offset + bytes;
+  for (uint64_t at = offset; at < end;) {
+    const off_t data = lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) return;  // nothing but holes from here on
+    if (data < 0) {  // a file system without SEEK_DATA: all of it
+      std::memcpy(static_cast<char*>(to) + (at - offset), static_cast<const char*>(from) + (at - offset),
+                  end - at);
+      return;
     }
-    done += n * page;
+    if (static_cast<uint64_t>(data) >= end) return;
+    const off_t hole = lseek(fd, data, SEEK_HOLE);
+    const uint64_t stop =
+        hole < 0 || static_cast<uint64_t>(hole) > end ? end : static_cast<uint64_t>(hole);
+    std::memcpy(static_cast<char*>(to) + (data - offset),
+                static_cast<const char*>(from) + (data - offset), stop - data);
+    at = stop;
   }
 }
 
@@ -357,6 +363,7 @@ void RecordBeforeFork() {
     copy.kind = row.kind;
     copy.index = row.index;
     copy.offset = kNotInChild;
+    copy.source = row.offset;
     child_size += row.bytes;
   }
   // The child's region, if there is a launcher to hand it to (else the copies are private).
@@ -369,6 +376,8 @@ void RecordBeforeFork() {
     }
   }
   uint64_t offset = record::kHeaderBytes;
+  // Where the pieces' data lies: descriptor 498, unless the program reused it (copied whole then).
+  const int source = RegionFdIsOurs() ? g_fd : -1;
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
     ForkCopy& copy = g_fork_copies[i];
     copy.copy = MAP_FAILED;
@@ -386,7 +395,8 @@ void RecordBeforeFork() {
       copy.copy = nullptr;  // out of memory: the child copies it itself
       continue;
     }
-    CopyResident(copy.copy, reinterpret_cast<const void*>(copy.address), copy.bytes);
+    CopyData(copy.copy, reinterpret_cast<const void*>(copy.address), source, copy.source,
+             copy.bytes);
   }
 }
 
@@ -405,13 +415,14 @@ namespace {
 
 // In a forked child: a piece of the parent's region replaced by private memory holding the
 // tables as they were at the fork. False if no copy could be made (its tables start empty).
-bool MakePrivate(const ForkCopy& piece) {
+// `region`: the parent's region's descriptor, if still open (else the piece is copied whole).
+bool MakePrivate(const ForkCopy& piece, int region) {
   void* shared = reinterpret_cast<void*>(piece.address);
   void* copy = piece.copy;
   if (copy == nullptr) {
     copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy != MAP_FAILED) {
-      CopyResident(copy, shared, piece.bytes);
+      CopyData(copy, shared, region, piece.source, piece.bytes);
     } else {
       copy = nullptr;
     }
@@ -504,7 +515,7 @@ void RecordLeaveAfterFork() {
     for (size_t i = 0; i < g_fork_copy_count; ++i) {
       ForkCopy& piece = g_fork_copies[i];
       if (piece.copy == reinterpret_cast<void*>(piece.address)) continue;
-      lost_tables |= !MakePrivate(piece);
+      lost_tables |= !MakePrivate(piece, -1);  // the parent's region is closed by now
     }
     g_fork_copy_count = 0;
     g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it
@@ -514,7 +525,9 @@ void RecordLeaveAfterFork() {
   bool lost_tables = false;
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
-  for (size_t i = 0; i < g_fork_copy_count; ++i) lost_tables |= !MakePrivate(g_fork_copies[i]);
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
+    lost_tables |= !MakePrivate(g_fork_copies[i], RegionFdIsOurs() ? g_fd : -1);
+  }
   if (lost_tables) SayTablesLost();
   g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
