@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,6 +86,13 @@ void ForkedChildren::HandToProgram() const {
 void ForkedChildren::AfterFork() {
   if (socket_[1] >= 0) close(socket_[1]);
   socket_[1] = -1;
+  // Three descriptors per child alive: the launcher's own limit raised as far as it may go (the
+  // program's is left as it was). A handover past it is dropped (recvmsg truncates it).
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 }
 
 void ForkedChildren::AddPollFds(std::vector<pollfd>* fds) const {

@@ -4,7 +4,8 @@
 // reports as leak dumps (leakcheck/dump/) to a pipe the launcher handed over, and the launcher
 // names and renders each as it arrives: the program carries no symbolizer. Either way the
 // program's tables live in a record region the launcher handed over too
-// (leakcheck/record_region.h), which it reports if the program dies of a signal, SIGKILL included.
+// (leakcheck/record_region.h), which it reports if the program dies of a signal, SIGKILL included;
+// each forked child hands it a region of its own (leakcheck_children.h), reported likewise.
 #ifndef STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 #define STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 
