@@ -277,11 +277,28 @@ void RecordUnmap(void* address, size_t bytes) {
   OwnUnmap(address, bytes);
 }
 
-void RecordModules() {
+namespace {
+
+// RecordModules' work. `wait`: false from an allocation hook, which may run inside a
+// dl_iterate_phdr callback (the loader's lock held): it then never waits for a lock another
+// thread may hold while waiting for the loader's, and leaves the update to a later new stack.
+void WriteModules(bool wait) {
   if (!Attached() || !OwnsRegion()) return;
-  SpinLockHolder hold(g_modules_lock);  // two updates would both retire the same older list
+  // One update at a time: two would both retire the same older list.
+  if (wait) {
+    g_modules_lock.Lock();
+  } else if (!g_modules_lock.TryLock()) {
+    return;
+  }
+  SpinLockHolder hold(g_modules_lock, SpinLockHolder::kAdopt);
   internal::ModuleMap& map = internal::ModuleMap::Global();
-  map.RefreshIfChanged();
+  bool busy = false;
+  if (wait) {
+    map.RefreshIfChanged();
+  } else {
+    map.RefreshIfChangedUnlessBusy(&busy);
+    if (busy) return;
+  }
   internal::ModuleMap::Reader reader(map);
   const internal::ModuleSnapshot* snapshot = reader.snapshot();
   if (snapshot == nullptr ||
@@ -330,6 +347,10 @@ void RecordModules() {
   }
 }
 
+}  // namespace
+
+void RecordModules() { WriteModules(/*wait=*/true); }
+
 void RecordModulesCovering(void* const* pcs, int n) {
   if (!Attached()) return;
   {
@@ -345,7 +366,7 @@ void RecordModulesCovering(void* const* pcs, int n) {
     }
     if (covered) return;
   }
-  RecordModules();
+  WriteModules(/*wait=*/false);
 }
 
 void RecordBeforeFork() {

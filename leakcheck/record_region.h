@@ -31,9 +31,12 @@ void RecordModules();
 
 // Called with the frames of a stack the process captured for the first time (rare: stacks are
 // interned): if one lies in no object of the list last written (a library dlopen'ed since; the
-// checker does not interpose dlopen, whose caller decides where it looks), RecordModules. A frame
-// in no object at all (JIT code) costs one check of the loaded set (dl_iterate_phdr's counters)
-// per new stack and writes nothing. Not signal-safe; call under a ReentryGuard (the hooks do).
+// checker does not interpose dlopen, whose caller decides where it looks), as RecordModules, but
+// never waiting for a lock another thread holds (an allocation inside a dl_iterate_phdr callback
+// holds the loader's lock, which a module map rebuild waits for): the update is then left to a
+// later new stack. A frame in no object at all (JIT code) costs one check of the loaded set
+// (dl_iterate_phdr's counters) per new stack and writes nothing. Not signal-safe; call under a
+// ReentryGuard (the hooks do).
 void RecordModulesCovering(void* const* pcs, int n);
 
 // Around fork(), every table locked: before it, a private copy of each piece of the region (the
