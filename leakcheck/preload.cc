@@ -1,7 +1,7 @@
 // libstackwalk_leakcheck.so, for LD_PRELOAD: exports every malloc-family entry point and every
 // operator new/delete form, recording around glibc's own __libc_* allocator (so the hooks never
 // call themselves and the allocation hooks need no dlsym), and dlclose (found with
-// dlsym(RTLD_NEXT)), to remember what it unloads.
+// dlsym(RTLD_NEXT)), to remember what it unloads; the exec family is in preload_exec.cc.
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/syscall.h>
@@ -16,6 +16,8 @@
 #include "leakcheck/allocator_hooks.h"
 #include "leakcheck/checks.h"
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/preload_exec.h"
+#include "leakcheck/record_handover.h"
 #include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
@@ -118,6 +120,7 @@ bool ChosenProcess(const Options& options) {
 }
 
 __attribute__((constructor(101))) void StartPreloaded() {
+  ResolveExecFunctions();  // every process execs through them, checked or not
   State& s = ConfiguredState();
   if (!ChosenProcess(s.options)) {
     // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
@@ -136,6 +139,7 @@ __attribute__((constructor(101))) void StartPreloaded() {
         S_ISREG(st.st_mode) && st.st_nlink == 0) {
       close(std::atoi(record_fd));
     }
+    if (const int children = HandoverSocket(); children >= 0) close(children);
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();
     return;

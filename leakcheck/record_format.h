@@ -19,13 +19,17 @@
 namespace stackwalk::leakcheck::record {
 
 constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the header keeps the process's peak
 
 // The environment variable naming the region's descriptor in the checked program, and the
 // descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
 // pipe's 499).
 constexpr char kDescriptorVariable[] = "STACKWALK_LEAKCHECK_RECORD_FD";
 constexpr int kDescriptor = 498;
+// The unix socket through which forked children hand their own regions to the launcher
+// (record_handover.h), beside it.
+constexpr char kChildrenVariable[] = "STACKWALK_LEAKCHECK_CHILDREN_FD";
+constexpr int kChildrenDescriptor = 497;
 
 enum ExtentState : uint64_t {
   kFree = 0,     // never used
@@ -40,6 +44,14 @@ enum ExtentKind : uint32_t {
   kStackIds = 3,         // a StackTable id chunk: StackNode* [kStackIdChunk]; index = chunk
   kModules = 4,          // a ModuleList; index = its update's number (the highest live is current)
   kThreads = 5,          // a ThreadRegistry chunk: ThreadEntry[kThreadChunk]; index = chunk
+};
+
+// Why a record has nothing left to say (Header::exit_reported).
+enum RecordEnd : uint64_t {
+  kNotEnded = 0,      // the tables are the living image's: a death by signal is reported from them
+  kExitReported = 1,  // the process wrote its report at exit
+  kExecuted = 2,      // it exec'd (or is exec'ing): an image the checker reaches starts the region
+                      // afresh; one it does not (static, set-ID) leaves this record stale
 };
 
 struct Extent {
@@ -64,7 +76,8 @@ struct Header {
   uint16_t pointer_bytes;    // sizeof(void*) of the program
   uint64_t extent_high;      // rows at or above it were never used (atomic)
   uint64_t lost_extents;     // mappings kept out of the region (recorded privately: not readable)
-  uint64_t exit_reported;    // 1 once the process wrote its report at exit (nothing is left to say)
+  uint64_t exit_reported;    // RecordEnd (atomic): whether the record still says how the process ended
+  uint64_t peak_bytes;       // the process's recorded live bytes at their peak (atomic, only raised)
   char program[256];         // the executable's path, NUL-terminated
   Extent extents[kExtentCapacity];
 };
@@ -95,8 +108,8 @@ struct ThreadEntry {
 };
 constexpr uint32_t kThreadChunk = 1024;
 
-// The program's loaded objects when it last wrote them (at start, and after each dlopen or
-// dlclose the checker saw).
+// The program's loaded objects when it last wrote them (at start, after each dlclose, and when a
+// new stack ran through an object the list lacked: record_region.h, RecordModulesCovering).
 struct Module {
   char path[256];        // NUL-terminated; the executable's full path for the main program
   uint8_t build_id[32];

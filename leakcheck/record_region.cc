@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/module_map.h"
 #include "leakcheck/dump/dump_format.h"
+#include "leakcheck/record_handover.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/spin_lock.h"
@@ -33,6 +35,8 @@ SpinLock g_grow_lock;     // the region's size, grown under it (ftruncate never 
 uint64_t g_size = 0;      // under g_grow_lock
 std::atomic<uint32_t> g_module_updates{0};
 SpinLock g_modules_lock;  // one module list update at a time (dlclose runs on any thread)
+// The module map's generation the list last written was made from (0: none written yet).
+std::atomic<uint64_t> g_recorded_generation{0};
 
 // The tables as they were at a fork, copied by the parent with every table lock held (after the
 // fork its threads write on into the shared pieces): the child puts them in place of the shared
@@ -41,30 +45,42 @@ struct ForkCopy {
   uintptr_t address;  // the shared piece
   void* copy;         // its private copy; nullptr: none could be made
   size_t bytes;
+  uint32_t kind;      // its directory row's, for the child's own region
+  uint32_t index;
+  uint64_t offset;    // where `copy` lies in g_child_fd; kNotInChild: a private copy
+  uint64_t source;    // where the shared piece lies in the region (g_fd)
 };
+constexpr uint64_t kNotInChild = ~uint64_t{0};
+// The child's own region (under the launcher, record_handover.h), made by the parent at the fork
+// with the copies in it: the child puts them in place as they are, with no second copy. -1: none.
+int g_child_fd = -1;
 // In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
 // leave the child sharing its parent's live tables.
 ForkCopy g_fork_copies[record::kExtentCapacity];
 size_t g_fork_copy_count = 0;
 
-// Copies the pages of `from` that hold anything (mincore: pages never touched are holes in the
-// region, zero in the copy already): a table's untouched tail costs neither time nor memory.
-void CopyResident(void* to, const void* from, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  constexpr size_t kBatch = 256;
-  unsigned char resident[kBatch];
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = (bytes - done) / page < kBatch ? (bytes - done) / page : kBatch;
-    auto* src = static_cast<const char*>(from) + done;
-    auto* dst = static_cast<char*>(to) + done;
-    if (mincore(const_cast<char*>(src), n * page, resident) != 0) {
-      std::memcpy(dst, src, n * page);
-    } else {
-      for (size_t k = 0; k < n; ++k) {
-        if ((resident[k] & 1) != 0) std::memcpy(dst + k * page, src + k * page, page);
-      }
+// Copies what `from` holds, the `bytes` of the region at `offset` (lseek's SEEK_DATA and
+// SEEK_HOLE: pages never touched, or punched out, are holes in the region and zero in the copy
+// already, so a table's untouched tail costs neither time nor memory). Not mincore: a page of
+// the memfd swapped out is not resident, yet holds data. Async-signal-safe; the descriptor's
+// file offset moves, which nothing reads (the launcher maps the region, the tests pread it).
+void CopyData(void* to, const void* from, int fd, uint64_t offset, size_t bytes) {
+  const uint64_t end = offset + bytes;
+  for (uint64_t at = offset; at < end;) {
+    const off_t data = lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) return;  // nothing but holes from here on
+    if (data < 0) {  // a file system without SEEK_DATA: all of it
+      std::memcpy(static_cast<char*>(to) + (at - offset), static_cast<const char*>(from) + (at - offset),
+                  end - at);
+      return;
     }
-    done += n * page;
+    if (static_cast<uint64_t>(data) >= end) return;
+    const off_t hole = lseek(fd, data, SEEK_HOLE);
+    const uint64_t stop =
+        hole < 0 || static_cast<uint64_t>(hole) > end ? end : static_cast<uint64_t>(hole);
+    std::memcpy(static_cast<char*>(to) + (data - offset),
+                static_cast<const char*>(from) + (data - offset), stop - data);
+    at = stop;
   }
 }
 
@@ -89,6 +105,19 @@ bool SizeAllowed(uint64_t bytes) {
          bytes <= limit.rlim_cur;
 }
 
+// Fills in a new header's fixed fields for this process (the program's path is the caller's), the
+// magic last: a reader takes a region without it for one never begun.
+void BeginHeader(Header* header) {
+  header->version = record::kVersion;
+  header->extent_capacity = record::kExtentCapacity;
+  header->header_bytes = record::kHeaderBytes;
+  header->pid = static_cast<int32_t>(getpid());
+  header->machine = dump::NativeMachine();
+  header->pointer_bytes = sizeof(void*);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  std::memcpy(header->magic, record::kMagic, sizeof(record::kMagic));
+}
+
 // The region is this process's if the launcher named it and this is the process it checks (the
 // same pid: a wrapper's exec of the program keeps it). Each new image starts it afresh: what an
 // earlier image of this process recorded went with its memory.
@@ -111,17 +140,9 @@ bool Attach() {
   g_header = static_cast<Header*>(header);
   g_fd = static_cast<int>(fd);
   g_size = record::kHeaderBytes;
-  g_header->version = record::kVersion;
-  g_header->extent_capacity = record::kExtentCapacity;
-  g_header->header_bytes = record::kHeaderBytes;
-  g_header->pid = static_cast<int32_t>(getpid());
-  g_header->machine = dump::NativeMachine();
-  g_header->pointer_bytes = sizeof(void*);
   const ssize_t n = readlink("/proc/self/exe", g_header->program, sizeof(g_header->program) - 1);
   g_header->program[n > 0 ? n : 0] = '\0';
-  // The magic last: a reader takes a region without it for one never begun.
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  std::memcpy(g_header->magic, record::kMagic, sizeof(record::kMagic));
+  BeginHeader(g_header);
   return true;
 }
 
@@ -256,14 +277,34 @@ void RecordUnmap(void* address, size_t bytes) {
   OwnUnmap(address, bytes);
 }
 
-void RecordModules() {
+namespace {
+
+// RecordModules' work. `wait`: false from an allocation hook, which may run inside a
+// dl_iterate_phdr callback (the loader's lock held): it then never waits for a lock another
+// thread may hold while waiting for the loader's, and leaves the update to a later new stack.
+void WriteModules(bool wait) {
   if (!Attached() || !OwnsRegion()) return;
-  SpinLockHolder hold(g_modules_lock);  // two updates would both retire the same older list
+  // One update at a time: two would both retire the same older list.
+  if (wait) {
+    g_modules_lock.Lock();
+  } else if (!g_modules_lock.TryLock()) {
+    return;
+  }
+  SpinLockHolder hold(g_modules_lock, SpinLockHolder::kAdopt);
   internal::ModuleMap& map = internal::ModuleMap::Global();
-  map.RefreshIfChanged();
+  bool busy = false;
+  if (wait) {
+    map.RefreshIfChanged();
+  } else {
+    map.RefreshIfChangedUnlessBusy(&busy);
+    if (busy) return;
+  }
   internal::ModuleMap::Reader reader(map);
   const internal::ModuleSnapshot* snapshot = reader.snapshot();
-  if (snapshot == nullptr) return;
+  if (snapshot == nullptr ||
+      snapshot->generation() == g_recorded_generation.load(std::memory_order_relaxed)) {
+    return;  // the list written holds these objects already
+  }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t bytes = (sizeof(record::ModuleList) +
                         sizeof(record::Module) * static_cast<size_t>(snapshot->size()) + page - 1) &
@@ -292,6 +333,7 @@ void RecordModules() {
   }
   // The count last: a list the program died writing reads as empty, and the older one is used.
   __atomic_store_n(&list->count, count, __ATOMIC_RELEASE);
+  g_recorded_generation.store(snapshot->generation(), std::memory_order_release);
   // The lists before this one are retired (a later update may have retired this one already).
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
@@ -305,23 +347,77 @@ void RecordModules() {
   }
 }
 
+}  // namespace
+
+void RecordModules() { WriteModules(/*wait=*/true); }
+
+void RecordModulesCovering(void* const* pcs, int n) {
+  if (!Attached()) return;
+  {
+    internal::ModuleMap::Reader reader(internal::ModuleMap::Global());
+    const internal::ModuleSnapshot* snapshot = reader.snapshot();
+    bool covered = snapshot != nullptr && snapshot->generation() ==
+                                              g_recorded_generation.load(std::memory_order_acquire);
+    for (int i = 0; covered && i < n; ++i) {
+      // A byte back: a return address may lie just past its object's last byte (the reader
+      // looks a frame up so too).
+      const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+      covered = pc == 0 || snapshot->Find(pc - 1) != nullptr;
+    }
+    if (covered) return;
+  }
+  WriteModules(/*wait=*/false);
+}
+
 void RecordBeforeFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   g_grow_lock.Lock();  // no piece is mapped until the fork is over
   g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
+  uint64_t child_size = record::kHeaderBytes;
   for (uint64_t i = 0; i < high && i < record::kExtentCapacity; ++i) {
     const Extent& row = g_header->extents[i];
     if (__atomic_load_n(&row.state, __ATOMIC_ACQUIRE) != record::kLive) continue;
     ForkCopy& copy = g_fork_copies[g_fork_copy_count++];
     copy.address = row.address;
     copy.bytes = row.bytes;
-    copy.copy = mmap(nullptr, row.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    copy.kind = row.kind;
+    copy.index = row.index;
+    copy.offset = kNotInChild;
+    copy.source = row.offset;
+    child_size += row.bytes;
+  }
+  // The child's region, if there is a launcher to hand it to (else the copies are private).
+  g_child_fd = -1;
+  if (HandoverSocket() >= 0 && SizeAllowed(child_size)) {
+    g_child_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
+    if (g_child_fd >= 0 && ftruncate(g_child_fd, static_cast<off_t>(child_size)) != 0) {
+      close(g_child_fd);
+      g_child_fd = -1;
+    }
+  }
+  uint64_t offset = record::kHeaderBytes;
+  // Where the pieces' data lies: descriptor 498, unless the program reused it (copied whole then).
+  const int source = RegionFdIsOurs() ? g_fd : -1;
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
+    ForkCopy& copy = g_fork_copies[i];
+    copy.copy = MAP_FAILED;
+    if (g_child_fd >= 0) {
+      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_child_fd,
+                       static_cast<off_t>(offset));
+      if (copy.copy != MAP_FAILED) copy.offset = offset;
+      offset += copy.bytes;
+    }
+    if (copy.copy == MAP_FAILED) {
+      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+    }
     if (copy.copy == MAP_FAILED) {
       copy.copy = nullptr;  // out of memory: the child copies it itself
       continue;
     }
-    CopyResident(copy.copy, reinterpret_cast<const void*>(row.address), row.bytes);
+    CopyData(copy.copy, reinterpret_cast<const void*>(copy.address), source, copy.source,
+             copy.bytes);
   }
 }
 
@@ -331,48 +427,129 @@ void RecordAfterForkParent() {
     if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
   }
   g_fork_copy_count = 0;
+  if (g_child_fd >= 0) close(g_child_fd);  // the child's, and the launcher's once handed over
+  g_child_fd = -1;
   g_grow_lock.Unlock();
 }
 
+namespace {
+
+// In a forked child: a piece of the parent's region replaced by private memory holding the
+// tables as they were at the fork. False if no copy could be made (its tables start empty).
+// `region`: the parent's region's descriptor, if still open (else the piece is copied whole).
+bool MakePrivate(const ForkCopy& piece, int region) {
+  void* shared = reinterpret_cast<void*>(piece.address);
+  void* copy = piece.copy;
+  if (copy == nullptr) {
+    copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy != MAP_FAILED) {
+      CopyData(copy, shared, region, piece.source, piece.bytes);
+    } else {
+      copy = nullptr;
+    }
+  }
+  // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
+  // pointers stay valid, and the parent's region no longer sees this process's writes.
+  if (copy != nullptr &&
+      mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
+    return true;
+  }
+  if (copy != nullptr) munmap(copy, piece.bytes);
+  // No copy: the child must still never write its parent's tables. Zero private pages in their
+  // place (the child's tables lose what they held then, said once), or, failing even that, the
+  // child ends rather than corrupt the parent's record.
+  if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+           -1, 0) == MAP_FAILED) {
+    _exit(127);
+  }
+  return false;
+}
+
+void SayTablesLost() {
+  static const char kNote[] =
+      "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
+  const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
+  (void)ignored;
+}
+
+// In a forked child, alone: a region of its own (the memfd the parent made at the fork, with the
+// copies in it) holding its pieces at the same addresses, the tables as they were at the fork,
+// handed to the launcher (record_handover.h), which reports it if the child dies of a signal.
+// False, changing nothing, if there is none: the child then keeps private copies.
+bool MoveToOwnRegion() {
+  const int socket = HandoverSocket();
+  const int fd = g_child_fd;
+  g_child_fd = -1;
+  struct stat st;
+  void* mapped = nullptr;
+  if (socket < 0 || fd < 0 || fstat(fd, &st) != 0 ||
+      (mapped = OwnMapShared(record::kHeaderBytes, fd, 0)) == nullptr) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  auto* header = static_cast<Header*>(mapped);
+  std::memcpy(header->program, g_header->program, sizeof(header->program));
+  header->peak_bytes = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
+  // Each copy in the region put in place of the parent's shared piece (mremap replaces it whole:
+  // the tables' pointers stay valid).
+  uint64_t rows = 0;
+  for (size_t i = 0; i < g_fork_copy_count; ++i) {
+    ForkCopy& piece = g_fork_copies[i];
+    void* shared = reinterpret_cast<void*>(piece.address);
+    if (piece.offset == kNotInChild || piece.copy == nullptr ||
+        mremap(piece.copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
+            MAP_FAILED) {
+      ++header->lost_extents;  // left to the private path (RecordLeaveAfterFork)
+      continue;
+    }
+    piece.copy = shared;  // done: the private path leaves it alone
+    Extent& row = header->extents[rows++];
+    row.kind = piece.kind;
+    row.index = piece.index;
+    row.offset = piece.offset;
+    row.address = piece.address;
+    row.bytes = piece.bytes;
+    row.state = record::kLive;
+  }
+  header->extent_high = rows;
+  BeginHeader(header);
+  // The parent's region let go of, this one taken up: the child grows and retires its own.
+  OwnUnmap(g_header, record::kHeaderBytes);
+  close(g_fd);
+  g_header = header;
+  g_fd = fd;
+  g_fd_device = st.st_dev;
+  g_fd_inode = st.st_ino;
+  g_fd_lost.store(false, std::memory_order_relaxed);
+  g_size = static_cast<uint64_t>(st.st_size);
+  HandOverRegion(socket, fd);
+  return true;
+}
+
+}  // namespace
+
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  if (MoveToOwnRegion()) {
+    // Pieces that could not move (counted lost in the child's header) go the private way.
+    bool lost_tables = false;
+    for (size_t i = 0; i < g_fork_copy_count; ++i) {
+      ForkCopy& piece = g_fork_copies[i];
+      if (piece.copy == reinterpret_cast<void*>(piece.address)) continue;
+      lost_tables |= !MakePrivate(piece, -1);  // the parent's region is closed by now
+    }
+    g_fork_copy_count = 0;
+    g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it
+    if (lost_tables) SayTablesLost();
+    return;
+  }
   bool lost_tables = false;
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
-    const ForkCopy& piece = g_fork_copies[i];
-    void* shared = reinterpret_cast<void*>(piece.address);
-    void* copy = piece.copy;
-    if (copy == nullptr) {
-      copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (copy != MAP_FAILED) {
-        CopyResident(copy, shared, piece.bytes);
-      } else {
-        copy = nullptr;
-      }
-    }
-    // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
-    // pointers stay valid, and the parent's region no longer sees this process's writes.
-    if (copy != nullptr &&
-        mremap(copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) != MAP_FAILED) {
-      continue;
-    }
-    if (copy != nullptr) munmap(copy, piece.bytes);
-    // No copy: the child must still never write its parent's tables. Zero private pages in their
-    // place (the child's tables lose what they held then, said once), or, failing even that, the
-    // child ends rather than corrupt the parent's record.
-    if (mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-             -1, 0) == MAP_FAILED) {
-      _exit(127);
-    }
-    lost_tables = true;
+    lost_tables |= !MakePrivate(g_fork_copies[i], RegionFdIsOurs() ? g_fd : -1);
   }
-  if (lost_tables) {
-    static const char kNote[] =
-        "stackwalk-leakcheck: out of memory at fork: this child's tables start empty\n";
-    const ssize_t ignored = write(StderrForReports(), kNote, sizeof(kNote) - 1);
-    (void)ignored;
-  }
+  if (lost_tables) SayTablesLost();
   g_fork_copy_count = 0;
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;
@@ -383,7 +560,37 @@ void RecordLeaveAfterFork() {
 
 void RecordExitReported() {
   if (!OwnsRegion()) return;
-  __atomic_store_n(&g_header->exit_reported, uint64_t{1}, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_header->exit_reported, uint64_t{record::kExitReported}, __ATOMIC_RELEASE);
+}
+
+bool RecordExecBegins() {
+  // Not OwnsRegion(): in a vfork child it would let go of the region the parent shares.
+  if (g_state.load(std::memory_order_acquire) != kAttached ||
+      g_header->pid != static_cast<int32_t>(getpid())) {
+    return false;
+  }
+  uint64_t living = record::kNotEnded;
+  return __atomic_compare_exchange_n(&g_header->exit_reported, &living,
+                                     uint64_t{record::kExecuted}, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED);
+}
+
+void RecordExecFailed() {
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  uint64_t executed = record::kExecuted;
+  __atomic_compare_exchange_n(&g_header->exit_reported, &executed, uint64_t{record::kNotEnded},
+                              false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+void RecordPeak(uint64_t bytes) {
+  // No attach from here, and no pid check (a syscall): a region is attached at the first table
+  // piece, before anything is recorded; a child made without the fork handlers writes its
+  // parent's tables anyway (limits.md).
+  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  uint64_t high = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
+  while (bytes > high && !__atomic_compare_exchange_n(&g_header->peak_bytes, &high, bytes, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
 }
 
 bool RecordRegionAttached() { return Attached(); }

@@ -24,15 +24,29 @@ void* RecordMap(size_t bytes, record::ExtentKind kind, uint32_t index = 0);
 void RecordUnmap(void* address, size_t bytes);
 
 // Writes the loaded objects into the region (a new list, then the old one retired), for the
-// launcher to name the stacks after the program is gone. Called at start and after each dlclose.
-// Not signal-safe (refreshes the module map); call under a ReentryGuard.
+// launcher to name the stacks after the program is gone, if the module map changed since the
+// list last written (its generation). Called at start, after each dlclose, and by
+// RecordModulesCovering. Not signal-safe (refreshes the module map); call under a ReentryGuard.
 void RecordModules();
+
+// Called with the frames of a stack the process captured for the first time (rare: stacks are
+// interned): if one lies in no object of the list last written (a library dlopen'ed since; the
+// checker does not interpose dlopen, whose caller decides where it looks), as RecordModules, but
+// never waiting for a lock another thread holds (an allocation inside a dl_iterate_phdr callback
+// holds the loader's lock, which a module map rebuild waits for): the update is then left to a
+// later new stack. A frame in no object at all (JIT code) costs one check of the loaded set
+// (dl_iterate_phdr's counters) per new stack and writes nothing. Not signal-safe; call under a
+// ReentryGuard (the hooks do).
+void RecordModulesCovering(void* const* pcs, int n);
 
 // Around fork(), every table locked: before it, a private copy of each piece of the region (the
 // tables as they are at the fork; no piece is mapped until the fork is over); in the parent after
 // it, the copies dropped; in the child, alone, the copies put in place of the shared pieces at the
-// same addresses and the region let go (closed): the child's records stay its own and the
-// parent's stay as the parent leaves them, whatever its threads write meanwhile.
+// same addresses and the parent's region let go (closed): the child's records stay its own and the
+// parent's stay as the parent leaves them, whatever its threads write meanwhile. Under the
+// launcher the child's pieces are those of a region of its own (a new memfd, handed to the
+// launcher: record_handover.h), which the launcher reports if the child dies of a signal;
+// without it, private memory.
 void RecordBeforeFork();
 void RecordAfterForkParent();
 void RecordLeaveAfterFork();
@@ -40,6 +54,20 @@ void RecordLeaveAfterFork();
 // Notes in the region that the process wrote its report at exit: the launcher, which cannot tell
 // otherwise when the program names its own reports, then reports nothing more of it.
 void RecordExitReported();
+
+// Around an exec by this process: the record's image is about to go. RecordExecBegins marks the
+// record superseded (record::kExecuted), so that a later death by signal of an image the checker
+// does not reach (static, set-ID: nothing starts the region afresh) is not reported as this
+// image's; it returns false, touching nothing, if this process has no region of its own (a vfork
+// child shares its parent's). RecordExecFailed, after an exec that returned, takes the mark back.
+// Async-signal-safe (getpid and atomics): exec is called in vfork children and after fork.
+bool RecordExecBegins();
+void RecordExecFailed();
+
+// Raises the region's copy of the process's peak live bytes to `bytes` (the hooks call it at
+// each new peak, so a killed program's report gives its true peak; each thread's peak is in its
+// registry entry, which lives in the region already). Async-signal-safe: a few atomics.
+void RecordPeak(uint64_t bytes);
 
 // Whether this process records into a region the launcher will read (tests, the report).
 bool RecordRegionAttached();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "leakcheck/closed_modules.h"
+#include "leakcheck/record_region.h"
 #include "leakcheck/sampler.h"
 #include "leakcheck/scan/exited_stacks.h"
 #include "stackwalk/capture.h"
@@ -135,7 +136,10 @@ bool CountAllocated(State& s, uint32_t serial, uint64_t size, uint32_t stack_id,
     stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
   }
   const bool new_peak = s.live_bytes.Add(size);
-  if (new_peak) s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
+  if (new_peak) {
+    s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
+    RecordPeak(s.live_bytes.peak.load(std::memory_order_relaxed));  // for a killed program's report
+  }
   if (PeakCounter* thread = s.threads.LiveBytesOf(serial)) thread->Add(size);
   return new_peak;
 }
@@ -182,7 +186,10 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   void* pcs[StackTable::kMaxFrames];
   int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
                              static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
-  uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0);
+  bool new_stack = false;
+  uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0, &new_stack);
+  // A new stack may run through a library loaded since the record's module list was written.
+  if (new_stack) RecordModulesCovering(pcs, n > 0 ? n : 0);
   const uint32_t serial = ThreadSerial();
   Allocation replaced;
   const uint64_t sequence = NextSequence(s.allocations);

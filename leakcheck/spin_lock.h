@@ -18,6 +18,8 @@ class SpinLock {
       while (flag_.load(std::memory_order_relaxed)) sched_yield();
     }
   }
+  // True if it took the lock; false, at once, if another holds it.
+  bool TryLock() { return !flag_.exchange(true, std::memory_order_acquire); }
   void Unlock() { flag_.store(false, std::memory_order_release); }
 
  private:
@@ -26,7 +28,9 @@ class SpinLock {
 
 class SpinLockHolder {
  public:
+  enum Adopt { kAdopt };  // the lock is held already: the holder only releases it
   explicit SpinLockHolder(SpinLock& lock) : lock_(lock) { lock_.Lock(); }
+  SpinLockHolder(SpinLock& lock, Adopt) : lock_(lock) {}
   ~SpinLockHolder() { lock_.Unlock(); }
   SpinLockHolder(const SpinLockHolder&) = delete;
   SpinLockHolder& operator=(const SpinLockHolder&) = delete;

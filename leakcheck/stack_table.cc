@@ -62,7 +62,8 @@ void* StackTable::Allocate(size_t size) {
   return out;
 }
 
-uint32_t StackTable::Intern(void* const* pcs, int n) {
+uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
+  if (added != nullptr) *added = false;
   static_assert(sizeof(Stack) == sizeof(record::StackNode) &&
                     offsetof(Stack, id) == offsetof(record::StackNode, id) &&
                     offsetof(Stack, n) == offsetof(record::StackNode, n),
@@ -116,6 +117,7 @@ uint32_t StackTable::Intern(void* const* pcs, int n) {
   __atomic_store_n(&slots[id % kIdChunk], s, __ATOMIC_RELEASE);
   s->next = *bucket;
   __atomic_store_n(bucket, s, __ATOMIC_RELEASE);  // published complete
+  if (added != nullptr) *added = true;
   return id;
 }
 

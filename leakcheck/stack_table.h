@@ -21,8 +21,9 @@ class StackTable {
   static constexpr int kMaxFrames = 64;
   static constexpr uint32_t kNoStack = 0;
 
-  // The id of this stack (1, 2, ...), adding it if new; kNoStack if out of memory.
-  uint32_t Intern(void* const* pcs, int n);
+  // The id of this stack (1, 2, ...), adding it if new; kNoStack if out of memory. `*added`, if
+  // given, says whether this call added it (the first time the process captured it).
+  uint32_t Intern(void* const* pcs, int n, bool* added = nullptr);
 
   // The frames of a stack id (valid for the process's life). Returns the count.
   int Frames(uint32_t id, void* const** pcs) const;

@@ -142,6 +142,29 @@ TEST(LeakcheckEndings, AStaticProgramIsRefusedWithTheReason) {
   ExpectRefused(Launch(script), "is statically linked");
 }
 
+// The program execs a static program (no preload reaches it), which dies of SIGKILL: the record
+// left is the old image's, marked superseded by the exec, and is not reported as the process's.
+TEST(LeakcheckEndings, AKilledProgramThatNeverAttachedAfterAnExecIsNotReportedFromTheOldRecord) {
+  const Ending run = Launch(kFixture + " exec " + LEAK_ENDINGS_STATIC + " kill-self");
+  EXPECT_NE(run.stderr_text.find("was killed by signal 9"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("its record ended when it exec'd a program the checker does not "
+                                 "reach (statically linked, set-ID): no report could be written"),
+            std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("live allocations"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("endings_leak"), std::string::npos) << run.stderr_text;
+}
+
+// An exec that fails (execlp of a program that is not there) takes the mark back: the program
+// killed afterwards is reported from its record as any other.
+TEST(LeakcheckEndings, AFailedExecLeavesTheRecordToBeReported) {
+  const Ending run = Launch(kFixture + " exec-fails-kill");
+  EXPECT_NE(run.stderr_text.find("its record at its death is reported (unclassified)"),
+            std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("live allocations (report 1, on killed by SIGKILL)"),
+            std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("endings_leak"), std::string::npos) << run.stderr_text;
+}
+
 // A copy of the fixture the test may change the owner, mode and attributes of.
 std::string CopyOfFixture(const std::string& name) {
   const std::string copy = TempPath(name);

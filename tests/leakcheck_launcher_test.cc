@@ -1,7 +1,8 @@
 // --name-in=launcher: the launcher runs the program as its child, gets its reports as leak dumps
 // through a pipe, and names and renders them itself (issue 18). Every ending of the program
 // (exit, _exit's status, SIGSEGV and SIGABRT with the status they have without the checker,
-// SIGKILL; a death by signal reported from the program's record region, issue 17), a report signal sent to the launcher, a forked child's own report, --exitcode; and
+// SIGKILL; a death by signal reported from the program's record region, issue 17, its frames in a
+// library loaded after start named), a report signal sent to the launcher, a forked child's own report, --exitcode; and
 // the report is the program's own (tests/fixtures/leak_endings.c, tests/fixtures/leaky.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -155,6 +156,22 @@ TEST(LauncherNames, AProgramKilledBySigkillIsReportedFromItsRecord) {
   ExpectRecordReport(run.err, "SIGKILL");
 }
 
+// A library dlopen'ed after start: the record's module list is written again once a new stack
+// runs through it, so the killed program's block made in it is named, not given as an address.
+TEST(LauncherNames, AKilledProgramsFramesInALibraryLoadedLaterAreNamed) {
+  const Outcome run = RunToEnd(Launcher({LATE_LIBRARY, LEAKY_PLUGIN}));
+  ASSERT_TRUE(WIFSIGNALED(run.raw) && WTERMSIG(run.raw) == SIGKILL) << run.err;
+  EXPECT_NE(run.err.find("live allocations (report 1, on killed by SIGKILL)"), std::string::npos)
+      << run.err;
+  const size_t block = run.err.find("Live: 333 byte(s) in 1 object(s) allocated from:\n    #0 ");
+  ASSERT_NE(block, std::string::npos) << run.err;
+  const std::string frames = run.err.substr(block, run.err.find("\n\n", block) - block);
+  EXPECT_NE(frames.find(" in PluginLeak at "), std::string::npos) << frames;
+  EXPECT_NE(frames.find("libleaky_plugin.so+0x"), std::string::npos) << frames;
+  EXPECT_NE(frames.find(" in main at "), std::string::npos) << frames;
+  EXPECT_EQ(run.err.find("the record is incomplete"), std::string::npos) << run.err;
+}
+
 // Sampling: the record holds the sampled blocks only, so its report gives their estimates and
 // says so (the 4321-byte block, above the mean, is recorded for certain and stands for itself).
 TEST(LauncherNames, ASampledProgramsRecordSaysItsFiguresAreEstimates) {
@@ -197,6 +214,78 @@ TEST(LauncherNames, AForkedChildKeepsItsOwnReportAndLeavesItsParentsRecordAlone)
   EXPECT_NE(parents.find(" in endings_after_fork_block at "), std::string::npos) << parents;
   EXPECT_EQ(parents.find("endings_child_block"), std::string::npos) << parents;
   EXPECT_EQ(parents.find(" 77 byte"), std::string::npos) << parents;
+}
+
+// A forked child killed by SIGKILL: its own region, handed to the launcher at the fork, is
+// reported as that child (its pid): the 25 blocks it made and the block it inherited. The launcher
+// is not its parent: it names the signal where the kernel tells it (PIDFD_GET_INFO's exit code,
+// Linux 6.15, or the zombie's stat before the parent reaps it), else says it could not see.
+TEST(LauncherNames, AForkedChildKilledBySigkillIsReportedFromItsOwnRecord) {
+ for (const char* naming : {"--name-in=launcher", "--name-in=program"}) {
+  SCOPED_TRACE(naming);
+  const Outcome run = RunToEnd(Launcher({naming, LEAK_ENDINGS, "fork-child-killed"}));
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  std::smatch child;
+  ASSERT_TRUE(std::regex_search(run.err, child, std::regex(
+      "the report below is the record of process ([0-9]+) \\(a forked child of the program\\)")))
+      << run.err;
+  // Naming in the program, the program's own report may come between the launcher's line and
+  // the record's report (two writers of one stderr): the record is found by its header.
+  std::smatch header;
+  ASSERT_TRUE(std::regex_search(run.err, header, std::regex(
+      "live allocations \\(report 1, on (killed by SIGKILL|an end the launcher could not see)\\)\n"
+      "==stackwalk-leakcheck== process " + child[1].str() + " \\(")))
+      << run.err;
+  const size_t record = static_cast<size_t>(header.position(0));
+  const std::string childs = run.err.substr(record, run.err.find("SUMMARY", record) - record);
+  EXPECT_NE(childs.find("Live: 1925 byte(s) in 25 object(s) allocated from:\n    #0 "),
+            std::string::npos) << childs;
+  EXPECT_NE(childs.find(" in endings_child_block at "), std::string::npos) << childs;
+  EXPECT_NE(childs.find("Live: 4321 byte(s) in 1 object(s)"), std::string::npos) << childs;
+  EXPECT_TRUE(std::regex_search(run.err, std::regex(
+      "process " + child[1].str() + " \\(a forked child\\) (was killed by signal 9|ended without)")))
+      << run.err;
+  // The parent's own report at exit, without the child's blocks.
+  const size_t parent = run.err.find("leaks at exit (report 1)");
+  ASSERT_NE(parent, std::string::npos) << run.err;
+  const std::string parents = run.err.substr(parent, run.err.find("SUMMARY", parent) - parent);
+  EXPECT_EQ(parents.find("endings_child_block"), std::string::npos) << parents;
+  EXPECT_EQ(parents.find("process " + child[1].str()), std::string::npos) << parents;
+ }
+}
+
+// A forked child that reports after the program ended: the launcher waits for it by default
+// (until the dump pipe's last write end is closed), and its report is rendered.
+TEST(LauncherNames, AChildThatOutlivesTheProgramIsWaitedForAndReported) {
+  const std::string go = TempPath("go");
+  std::ofstream(go).put('\n');
+  const Outcome run = RunToEnd(Launcher({LEAK_ENDINGS, "fork-outlive", go}));
+  std::remove(go.c_str());
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  // The program's report and its child's, each at its exit.
+  const size_t first = run.err.find("leaks at exit (report 1)");
+  ASSERT_NE(first, std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)", first + 1), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Reachable: 2345 byte(s) in 1 object(s)"), std::string::npos) << run.err;
+}
+
+// --wait-children=0 (a program that leaves a daemon): the launcher ends with the program; the
+// child, held back until then, is not reported.
+TEST(LauncherNames, WithoutWaitingForChildrenTheLauncherEndsWithTheProgram) {
+  const std::string go = TempPath("go");
+  std::remove(go.c_str());
+  const Outcome run = RunToEnd(Launcher({"--wait-children=0", LEAK_ENDINGS, "fork-outlive", go}));
+  std::ofstream(go).put('\n');  // the child may end now (its report has no reader)
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  EXPECT_NE(run.err.find("leaks at exit (report 1)"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("2345 byte(s)"), std::string::npos) << run.err;
+  const Outcome bad = RunToEnd({STACKWALK_LEAKCHECK, "--wait-children=2", LEAK_ENDINGS});
+  EXPECT_EQ(WEXITSTATUS(bad.raw), 2) << bad.err;
+  EXPECT_NE(bad.err.find("bad value '2' for --wait-children (0 or 1)"), std::string::npos)
+      << bad.err;
 }
 
 TEST(LauncherNames, TheRecordsReportIsKeptAsADumpThatRendersTheSame) {

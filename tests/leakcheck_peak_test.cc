@@ -2,6 +2,7 @@
 // (tests/fixtures/known_peak.c): a burst allocated and freed between two reports' worth of
 // allocations is not missed, and a block freed by another thread counts against its allocator.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -13,32 +14,56 @@
 
 namespace {
 
-std::string RunFixture(const std::string& format) {
+// `how`: "" to return from main, "kill" to die of SIGKILL (reported from its record region).
+std::string RunFixture(const std::string& format, const std::string& how = "") {
   const std::string report = ::testing::TempDir() + "peak." + format + ".out";
   std::remove(report.c_str());
-  const std::string command = std::string(STACKWALK_LEAKCHECK) + " --min-size 80000 --format " +
-                              format + " --output " + report + " " + KNOWN_PEAK + " 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0);
+  // exec: the shell must not stand between (it would turn a death by signal into status 137).
+  const std::string command = std::string("exec ") + STACKWALK_LEAKCHECK + " --min-size 80000 --format " +
+                              format + " --output " + report + " " + KNOWN_PEAK + " " + how +
+                              " 2>&1";
+  const int status = std::system(command.c_str());
+  if (how == "kill") {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  } else {
+    EXPECT_EQ(status, 0);
+  }
   std::ifstream in(report);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-TEST(LeakcheckPeak, TextReportGivesTheExactProcessAndThreadPeaks) {
-  const std::string report = RunFixture("text");
+// The text header's peaks: the process's, and each thread's with what it holds at the end.
+void ExpectProcessAndThreadPeaks(const std::string& report) {
   EXPECT_NE(report.find("== peak 690000 bytes live;"), std::string::npos) << report;
-  // A global holds each block left: reachable, not leaked.
-  EXPECT_NE(report.find("SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations."),
-            std::string::npos) << report;
-  EXPECT_NE(report.find("== 290000 bytes in 2 allocations still reachable (not shown)\n"),
-            std::string::npos) << report;
   EXPECT_TRUE(std::regex_search(
       report, std::regex(R"(== thread known_peak \(tid \d+\): 200000 bytes live in 1 allocation, peak 600000 bytes\n)")))
       << report;
   EXPECT_TRUE(std::regex_search(
       report, std::regex(R"(== thread peak\xffworker \(tid \d+\): 90000 bytes live in 1 allocation, peak 270000 bytes\n)")))
       << report;
+}
+
+TEST(LeakcheckPeak, TextReportGivesTheExactProcessAndThreadPeaks) {
+  const std::string report = RunFixture("text");
+  // A global holds each block left: reachable, not leaked.
+  EXPECT_NE(report.find("SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations."),
+            std::string::npos) << report;
+  EXPECT_NE(report.find("== 290000 bytes in 2 allocations still reachable (not shown)\n"),
+            std::string::npos) << report;
+  ExpectProcessAndThreadPeaks(report);
+}
+
+// Killed: the launcher reports the record region, whose header keeps the process's peak and whose
+// thread registry each thread's (without it the header said the 290000 bytes live at death).
+TEST(LeakcheckPeak, AKilledProgramsRecordGivesTheExactProcessAndThreadPeaks) {
+  const std::string report = RunFixture("text", "kill");
+  ASSERT_NE(report.find("live allocations (report 1, on killed by SIGKILL)"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Live: 200000 byte(s) in 1 object(s)"), std::string::npos) << report;
+  EXPECT_NE(report.find("Live: 90000 byte(s) in 1 object(s)"), std::string::npos) << report;
+  ExpectProcessAndThreadPeaks(report);
 }
 
 TEST(LeakcheckPeak, JsonReportGivesTheSamePeaksAndStaysValidWithANonUtf8ThreadName) {

@@ -1,7 +1,8 @@
 // The record region (leakcheck/record_region.h, leakcheck/dump/record_read.h; issue 17): the real
 // tables, recording into a memfd as the launcher hands one to the program, read back from the
 // region's bytes alone: the blocks, their stacks as frames of this test's own module, the
-// threads; a forked child's writes stay out of its parent's region; and a region cut at any byte
+// threads; the process's peak; an exec's mark; a forked child's writes stay out of its parent's
+// region; and a region cut at any byte
 // or corrupted is read without a crash, saying what it could not read.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -243,6 +244,41 @@ TEST(RecordRegion, AChildForkedWithoutTheHandlersLeavesItsParentsRegionAlone) {
   EXPECT_EQ(reinterpret_cast<const record::Header*>(bytes.data())->exit_reported, 0u);
 }
 
+// The process's peak, raised by every thread at its new peaks, is the header's highest (never
+// lowered), and a killed program's report gives it.
+TEST(RecordRegion, TheHeaderKeepsTheHighestPeakAnyThreadRaisedItTo) {
+  TheTables();
+  std::vector<std::thread> threads;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    threads.emplace_back([t] {
+      for (uint64_t i = 0; i < 1000; ++i) RecordPeak(100000000 + t * 1000 + i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  RecordPeak(5);
+  EXPECT_EQ(Read(RegionBytes()).dump.summary.peak_bytes, 100004999u);
+}
+
+// An exec marks the record superseded, and one that failed takes the mark back; a process that
+// shares the region without owning it (a vfork child; here a child forked without the handlers)
+// marks nothing.
+TEST(RecordRegion, AnExecMarksTheRecordOnlyInItsOwnProcessAndAFailedOneTakesItBack) {
+  TheTables();
+  const pid_t child = fork();  // no handlers: it shares its parent's region, as a vfork child
+  if (child == 0) _exit(RecordExecBegins() ? 1 : 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child marked its parent's record";
+  EXPECT_FALSE(Read(RegionBytes()).executed);
+  ASSERT_TRUE(RecordExecBegins());
+  const dump::RecordReading marked = Read(RegionBytes());
+  EXPECT_TRUE(marked.executed);
+  EXPECT_FALSE(marked.exit_reported);
+  RecordExecFailed();
+  EXPECT_FALSE(Read(RegionBytes()).executed);
+}
+
 // dlclose on several threads at once: each update retires the lists before it, and exactly one
 // list is left live (two updates at once could both retire, and unmap, the same older list).
 TEST(RecordRegion, ModuleListUpdatesOnManyThreadsLeaveExactlyOneList) {
@@ -389,6 +425,7 @@ TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
   const dump::DumpContents& d = reading.dump;
   EXPECT_EQ(d.process.pid, 4242);
   EXPECT_EQ(d.process.program, "/bin/program");
+  EXPECT_EQ(d.summary.peak_bytes, 500u);  // the header's peak, above the 300 bytes live
   ASSERT_EQ(d.blocks.size(), 2u);
   EXPECT_EQ(d.blocks[0].size + d.blocks[1].size, 300u);
   ASSERT_EQ(d.stacks.size(), 2u);

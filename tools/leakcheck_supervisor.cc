@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_encode.h"
@@ -25,6 +26,7 @@
 #include "leakcheck/dump/dump_report.h"
 #include "leakcheck/dump/record_read.h"
 #include "leakcheck/record_format.h"
+#include "leakcheck_children.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -150,25 +152,25 @@ class DumpRenderer {
   }
 
   void Render(const dump::DumpContents& d, const std::string& raw) {
-    if (!settings_.dump.empty() && !raw.empty()) {
-      Deliver(WithPid(settings_.dump, d.process.pid), raw, "the dump");
+    if (settings_.options.dump[0] != '\0' && !raw.empty()) {
+      Deliver(WithPid(settings_.options.dump, d.process.pid), raw, "the dump");
     }
     // A snapshot is no leak report: kept in the dump file only, never rendered to the user.
     if (d.process.snapshot) {
-      if (settings_.dump.empty() && !snapshot_dropped_) {
+      if (settings_.options.dump[0] == '\0' && !snapshot_dropped_) {
         snapshot_dropped_ = true;
         std::fprintf(stderr, "stackwalk-leakcheck: the program took a snapshot, which is kept "
                              "only with --dump FILE: dropped (and any later ones)\n");
       }
       return;
     }
-    if (!settings_.render) return;
+    if (!settings_.render()) return;
     uint64_t leaked = 0;
     const std::string text = dump::RenderDumpReport(d, {}, {}, &leaked);
-    if (settings_.output.empty()) {
+    if (settings_.options.output[0] == '\0') {
       WriteAll(2, text);
     } else {
-      Deliver(WithPid(settings_.output, d.process.pid), text, "the report");
+      Deliver(WithPid(settings_.options.output, d.process.pid), text, "the report");
     }
     if (d.process.pid == program_ && d.process.at_exit) {
       program_reported_at_exit_ = true;
@@ -213,40 +215,72 @@ std::string SignalName(int signo) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
 }
 
-// After the program died of `signo` without its report: what its record region held at its death,
-// reported (unclassified: no memory is left to scan) and said so on stderr. False if there was no
-// record to read.
-bool ReportRecord(int record_fd, int signo, pid_t program, const SupervisorSettings& settings,
-                  DumpRenderer* renderer) {
+// After process `pid` (the program, or a forked child) ended without its report: what its record
+// region held at its end, reported (unclassified: no memory is left to scan) as `whose` and said
+// so on stderr. Returns what became of it, for the line that says how the process ended.
+std::string ReportRecord(int record_fd, const std::string& occasion, pid_t pid,
+                         const std::string& whose, const SupervisorSettings& settings,
+                         DumpRenderer* renderer) {
+  const std::string none = "no report could be written at its end";
   struct stat st;
-  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return false;
+  if (record_fd < 0 || fstat(record_fd, &st) != 0 || st.st_size <= 0) return none;
   const size_t size = static_cast<size_t>(st.st_size);
   void* region = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, record_fd, 0);
   if (region == MAP_FAILED) {
     std::fprintf(stderr, "stackwalk-leakcheck: cannot read the program's record: %s\n",
                  std::strerror(errno));
-    return false;
+    return none;
   }
-  dump::RecordReading reading = dump::ReadRecord(static_cast<const uint8_t*>(region), size,
-                                                 "killed by " + SignalName(signo));
+  dump::RecordReading reading =
+      dump::ReadRecord(static_cast<const uint8_t*>(region), size, occasion);
   munmap(region, size);
   // The record holds the sampled blocks only: the report gives their estimates and says so.
-  reading.dump.sample_bytes = settings.sample_bytes;
+  const Options& options = settings.options;
+  reading.dump.sample_bytes = options.sample_bytes;
   dump::DumpRendering& rendering = reading.dump.rendering;
-  rendering.json = settings.json;
-  rendering.show_reachable = settings.show_reachable;
-  rendering.libraries = settings.libraries;
-  rendering.ignore_libraries = settings.ignore_libraries;
-  rendering.suppressions = settings.suppressions;
-  if (!reading.begun || reading.dump.process.pid != program || reading.exit_reported) return false;
+  rendering.json = options.json;
+  rendering.show_reachable = options.show_reachable;
+  rendering.libraries = options.libraries;
+  rendering.ignore_libraries = options.ignore_libraries;
+  rendering.suppressions = options.suppressions;
+  if (reading.begun && reading.executed) {
+    // The image that recorded is gone; the one that died never attached (static, set-ID).
+    return "its record ended when it exec'd a program the checker does not reach (statically "
+           "linked, set-ID): " + none;
+  }
+  if (!reading.begun || reading.dump.process.pid != pid || reading.exit_reported) return none;
   std::fprintf(stderr,
-               "stackwalk-leakcheck: the report below is the program's record at its death: "
-               "every block it held, unclassified (no memory was left to scan)\n");
+               "stackwalk-leakcheck: the report below is %s: every block it held, unclassified "
+               "(no memory was left to scan)\n",
+               whose.c_str());
   for (const std::string& problem : reading.problems) {
     std::fprintf(stderr, "stackwalk-leakcheck: the record is incomplete: %s\n", problem.c_str());
   }
   renderer->RenderMade(reading.dump);
-  return true;
+  return "its record at its death is reported (unclassified)";
+}
+
+// A forked child ended (children.h): if it left no report at exit, its record is reported, with
+// how it ended where the kernel told the launcher (not its parent) that.
+void ReportForkedChild(const ForkedChildren::Ended& end, const SupervisorSettings& settings,
+                       DumpRenderer* renderer) {
+  const bool killed = end.status_known && WIFSIGNALED(end.status);
+  if (end.status_known && !killed) return;  // exited: its report at exit was written, or not asked for
+  const int signo = killed ? WTERMSIG(end.status) : 0;
+  const std::string occasion =
+      killed ? "killed by " + SignalName(signo) : "an end the launcher could not see";
+  const std::string whose = "the record of process " + std::to_string(end.pid) +
+                            " (a forked child of the program) at its end";
+  const std::string record = ReportRecord(end.region, occasion, end.pid, whose, settings, renderer);
+  if (record.find("is reported") == std::string::npos) return;  // it reported at exit, or exec'd
+  if (killed) {
+    std::fprintf(stderr, "stackwalk-leakcheck: process %d (a forked child) was killed by signal %d "
+                 "(%s); %s\n", static_cast<int>(end.pid), signo, strsignal(signo), record.c_str());
+  } else {
+    std::fprintf(stderr, "stackwalk-leakcheck: process %d (a forked child) ended without its "
+                 "report at exit (killed by a signal, most likely; the launcher, not its parent, "
+                 "cannot know); %s\n", static_cast<int>(end.pid), record.c_str());
+  }
 }
 
 }  // namespace
@@ -261,12 +295,17 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   // The record region (record_format.h): the program's tables, readable after its death. Without
   // one (no memfd), the program runs as before and a death by signal leaves no report.
   const int record_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
+  // Each forked child's own region comes through it (record_handover.h).
+  ForkedChildren children;
+  const bool children_open = children.Open();
   // The signals wait, blocked, until the child's pid is known and the handlers are in place.
   sigset_t handled, before;
   sigemptyset(&handled);
   for (int signo : kForwarded) sigaddset(&handled, signo);
-  if (settings.report_signal != 0) sigaddset(&handled, settings.report_signal);
-  if (settings.snapshot_signal != 0) sigaddset(&handled, settings.snapshot_signal);
+  if (settings.options.report_signal != 0) sigaddset(&handled, settings.options.report_signal);
+  if (settings.options.snapshot_signal != 0) {
+    sigaddset(&handled, settings.options.snapshot_signal);
+  }
   sigaddset(&handled, SIGCHLD);
   sigprocmask(SIG_BLOCK, &handled, &before);
 
@@ -291,6 +330,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     if (record_fd >= 0 && dup2(record_fd, record::kDescriptor) == record::kDescriptor) {
       setenv(record::kDescriptorVariable, std::to_string(record::kDescriptor).c_str(), 1);
     }
+    if (children_open) children.HandToProgram();
     // The checker checks this process (it keeps its pid through the program's own execs).
     setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
     execvp(argv[0], argv);
@@ -299,14 +339,19 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     _exit(127);
   }
   if (dump_pipe[1] >= 0) close(dump_pipe[1]);
+  children.AfterFork();
   g_child = child;
   struct sigaction forward = {};
   forward.sa_sigaction = Forward;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&forward.sa_mask);
   for (int signo : kForwarded) sigaction(signo, &forward, nullptr);
-  if (settings.report_signal != 0) sigaction(settings.report_signal, &forward, nullptr);
-  if (settings.snapshot_signal != 0) sigaction(settings.snapshot_signal, &forward, nullptr);
+  if (settings.options.report_signal != 0) {
+    sigaction(settings.options.report_signal, &forward, nullptr);
+  }
+  if (settings.options.snapshot_signal != 0) {
+    sigaction(settings.options.snapshot_signal, &forward, nullptr);
+  }
   struct sigaction ended = {};
   ended.sa_handler = NoteChildEnded;
   ended.sa_flags = SA_RESTART | SA_NOCLDSTOP;
@@ -317,9 +362,21 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   char buf[1 << 16];
   int status = 0;
   bool pipe_open = settings.name_in_launcher, reaped = false;
+  const auto report_child = [&](const ForkedChildren::Ended& end) {
+    ReportForkedChild(end, settings, &renderer);
+  };
+  std::vector<pollfd> fds;
   while (!reaped) {
-    pollfd fds[2] = {{g_child_ended_pipe[0], POLLIN, 0}, {dump_pipe[0], POLLIN, 0}};
-    if (poll(fds, pipe_open ? 2 : 1, -1) < 0 && errno != EINTR) break;
+    fds = {{g_child_ended_pipe[0], POLLIN, 0}, {pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
+    children.AddPollFds(&fds);
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    // A child's handover, or a child's end (its dump, if any, came through the pipe before).
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) {
+        children.Collect(report_child);
+        break;
+      }
+    }
     if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
       const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
       if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
@@ -333,8 +390,25 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   if (!reaped) waitpid(child, &status, 0);
+  g_child = 0;  // reaped: its pid may be another process's by now
+  if (settings.wait_children) {
+    // The program's descendants that outlive it, to the end of the last (SupervisorSettings::wait_children). A user's
+    // signal now ends the launcher (the program it was for is gone).
+    for (int signo : kForwarded) signal(signo, SIG_DFL);
+    while (pipe_open || children.Waiting()) {
+      fds = {{pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
+      children.AddPollFds(&fds);
+      if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+      if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
+        const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
+        if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
+        if (n == 0) pipe_open = false;
+      }
+      children.Collect(report_child);
+    }
+  }
   // What is in the pipe is rendered, and a dump begun (a forked child's, written whole under its
-  // lock) is read to its end; a child that has not begun one is not waited for.
+  // lock) is read to its end; without waiting, a child that has not begun one is not waited for.
   fcntl(dump_pipe[0], F_SETFL, O_NONBLOCK);
   while (pipe_open) {
     const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
@@ -350,21 +424,23 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     }
   }
   renderer.Finish();
+  // The children that ended by now (without waiting, a child still running is not waited for).
+  children.Collect(report_child);
 
   if (WIFSIGNALED(status)) {
     const int signo = WTERMSIG(status);
     if (!renderer.program_reported_at_exit()) {
-      const bool recorded = ReportRecord(record_fd, signo, child, settings, &renderer);
+      const std::string record = ReportRecord(record_fd, "killed by " + SignalName(signo), child,
+                                              "the program's record at its death", settings,
+                                              &renderer);
       std::fprintf(stderr, "stackwalk-leakcheck: %s (pid %d) was killed by signal %d (%s)%s; %s\n",
                    argv[0], static_cast<int>(child), signo, strsignal(signo),
-                   WCOREDUMP(status) ? ", core dumped" : "",
-                   recorded ? "its record at its death is reported (unclassified)"
-                            : "no report could be written at its end");
+                   WCOREDUMP(status) ? ", core dumped" : "", record.c_str());
     }
     DieLike(signo);
   }
   const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  if (settings.exitcode != 0 && renderer.program_leaked()) return settings.exitcode;
+  if (settings.exitcode() != 0 && renderer.program_leaked()) return settings.exitcode();
   return exit_status;
 }
 

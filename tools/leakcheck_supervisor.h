@@ -4,12 +4,15 @@
 // reports as leak dumps (leakcheck/dump/) to a pipe the launcher handed over, and the launcher
 // names and renders each as it arrives: the program carries no symbolizer. Either way the
 // program's tables live in a record region the launcher handed over too
-// (leakcheck/record_region.h), which it reports if the program dies of a signal, SIGKILL included.
+// (leakcheck/record_region.h), which it reports if the program dies of a signal, SIGKILL included;
+// each forked child hands it a region of its own (leakcheck_children.h), reported likewise.
 #ifndef STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 #define STACKWALK_TOOLS_LEAKCHECK_SUPERVISOR_H_
 
 #include <cstdint>
 #include <string>
+
+#include "leakcheck/options.h"
 
 namespace stackwalk::leakcheck {
 
@@ -24,19 +27,25 @@ struct SupervisorSettings {
   // (and applies --exitcode); the launcher only waits, forwards signals, passes the status
   // through and, after a death by signal, reports the program's record region.
   bool name_in_launcher = true;
-  // Without naming in the launcher: whether the record's report is rendered (--program-report=0
-  // asks for the dump alone).
-  bool render = true;
-  std::string output;    // --output ("%p": the reporting process's pid); stderr when empty
-  std::string dump;      // --dump: the raw dumps kept there too ("%p" likewise); none when empty
-  int exitcode = 0;      // --exitcode: the status when the program's at-exit report has leaks
-  int report_signal = 0; // forwarded like the others, whichever it is
-  int snapshot_signal = 0;  // likewise
-  uint64_t sample_bytes = 0;  // --sample-bytes: the record's blocks are a sample, its figures estimates
-  // How the record's report is rendered (the program's dumps carry their own).
-  bool json = false;
-  bool show_reachable = false;
-  std::string libraries, ignore_libraries, suppressions;
+  // True (--wait-children=1, the default): after the program ends the launcher waits for its
+  // checked descendants, until the dump pipe's last write end is closed (each checked process
+  // holds one) and every forked child that handed over its record region has ended, so that a
+  // child reporting after its parent ended is not lost. False (daemons, which outlive the program
+  // for good): it reads what is in the pipe, finishes a dump begun, reports the children ended by
+  // then, and ends.
+  bool wait_children = true;
+  // The launcher's options as checked. What the launcher reads of them: where reports and dumps
+  // go (output, dump: "%p" is the reporting process's pid), the report signal (forwarded like the
+  // others), sampling (a record's blocks are a sample), and how a record's report is rendered
+  // (json, show_reachable, the library filters, suppressions; the program's dumps carry their own).
+  Options options;
+
+  // Whether reports are rendered: without naming in the launcher, --program-report=0 asks for
+  // the record's dump alone.
+  bool render() const { return name_in_launcher || options.program_report; }
+  // The status when the program's at-exit report has leaks, if the launcher decides it (naming in
+  // the program, the program applies --exitcode itself); 0: none.
+  int exitcode() const { return name_in_launcher ? options.exitcode : 0; }
 };
 
 // Runs argv[0] (found on PATH) with the environment as it is (LD_PRELOAD and the options already

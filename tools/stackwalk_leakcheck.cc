@@ -89,6 +89,10 @@ void PrintHelp(FILE* out) {
                "reports as dumps and names them after the program ended, or in the program at its "
                "end; either way the program runs as this launcher's child, which reports its "
                "record if it is killed by a signal");
+  std::fprintf(out, "  %-28s %s\n", "--wait-children=1|0",
+               "1 (default): after the program ends, wait for the processes it forked (every one "
+               "the checker checks) to end, and report them; 0: do not (a program that leaves a "
+               "daemon running)");
   std::fprintf(out,
                "  %-28s %s\n  %-28s %s\n\n"
                "Exit status: PROGRAM's (or --exitcode's); 2 for a bad command line; 126 for\n"
@@ -144,6 +148,8 @@ int main(int argc, char** argv) {
   }
   constexpr int kNameIn = 3000;
   longs.push_back({"name-in", required_argument, nullptr, kNameIn});
+  constexpr int kWaitChildren = 3001;
+  longs.push_back({"wait-children", required_argument, nullptr, kWaitChildren});
   longs.push_back({"help", no_argument, nullptr, 'h'});
   longs.push_back({"version", no_argument, nullptr, 'V'});
   longs.push_back({nullptr, 0, nullptr, 0});
@@ -155,6 +161,7 @@ int main(int argc, char** argv) {
   std::string program_options;
   bool name_in_launcher = true;
   bool name_in_given = false;
+  bool wait_children = true;
   stackwalk::leakcheck::Options checked;
   for (;;) {
     const int previous = optind;
@@ -174,6 +181,13 @@ int main(int argc, char** argv) {
       }
       name_in_launcher = std::strcmp(optarg, "launcher") == 0;
       name_in_given = true;
+      continue;
+    }
+    if (c == kWaitChildren) {
+      if (std::strcmp(optarg, "0") != 0 && std::strcmp(optarg, "1") != 0) {
+        return Usage(std::string("bad value '") + optarg + "' for --wait-children (0 or 1)");
+      }
+      wait_children = optarg[0] == '1';
       continue;
     }
     const char* word = argv[previous];
@@ -219,15 +233,6 @@ int main(int argc, char** argv) {
   }
   if (!checked.program_report && checked.dump[0] == '\0') {
     return Usage("--program-report=0 needs --dump FILE (the report is rendered from it)");
-  }
-  // Snapshots are kept only in the dump file (they are not leak reports): none without one.
-  if ((checked.snapshot_signal != 0 || checked.snapshot_interval != 0) && checked.dump[0] == '\0') {
-    return Usage("--snapshot-signal and --snapshot-interval need --dump FILE (snapshots are kept "
-                 "only there, for stackwalk-report --diff)");
-  }
-  if (checked.snapshot_signal != 0 && checked.snapshot_signal == checked.report_signal) {
-    return Usage("--snapshot-signal and --report-signal must differ (one asks for a snapshot, "
-                 "the other for a leak report)");
   }
   if (!checked.program_report && checked.exitcode != 0) {
     return Usage("--program-report=0 does not go with --exitcode (leaks are known once named)");
@@ -276,22 +281,13 @@ int main(int argc, char** argv) {
   // program's record region should it die of a signal (SIGKILL included), and ends as it ended.
   stackwalk::leakcheck::SupervisorSettings settings;
   settings.name_in_launcher = name_in_launcher;
-  settings.render = name_in_launcher || checked.program_report;
-  settings.output = checked.output;
-  settings.dump = checked.dump;
-  settings.exitcode = name_in_launcher ? checked.exitcode : 0;
-  settings.report_signal = checked.report_signal;
-  settings.snapshot_signal = checked.snapshot_signal;
-  settings.sample_bytes = checked.sample_bytes;
-  settings.json = checked.json;
-  settings.show_reachable = checked.show_reachable;
-  settings.libraries = checked.libraries;
-  settings.ignore_libraries = checked.ignore_libraries;
-  settings.suppressions = checked.suppressions;
+  settings.wait_children = wait_children;
+  settings.options = checked;
   return stackwalk::leakcheck::SuperviseProgram(argv + i, settings);
 #else
   // No dump library to read a record with: the program keeps this process id (the checker
   // checks it, not the programs it starts), and a death by signal leaves no report.
+  (void)wait_children;  // nothing is left to wait: this process becomes the program
   setenv("STACKWALK_LEAKCHECK_PID", std::to_string(getpid()).c_str(), 1);
   execvp(argv[i], argv + i);
   std::fprintf(stderr, "stackwalk-leakcheck: cannot run %s: %s\n", argv[i], std::strerror(errno));

@@ -209,7 +209,8 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   std::memcpy(&header, region, kFixed);
   if (std::memcmp(header.magic, rec::kMagic, sizeof(rec::kMagic)) != 0) return out;
   out.begun = true;
-  out.exit_reported = header.exit_reported != 0;
+  out.exit_reported = header.exit_reported == rec::kExitReported;
+  out.executed = header.exit_reported == rec::kExecuted;
   if (header.version != rec::kVersion || header.pointer_bytes != sizeof(void*)) {
     out.problems.push_back("a record of version " + std::to_string(header.version) + " with " +
                            std::to_string(header.pointer_bytes) +
@@ -274,7 +275,7 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   // The stacks the blocks name, each with its earliest block; a block whose stack is not in the
   // record keeps none.
   std::map<uint32_t, uint64_t> earliest;
-  uint64_t stackless = 0;
+  uint64_t stackless = 0, live_bytes = 0;
   for (const auto& [address, b] : blocks) {
     DumpBlock block = b;
     if (block.stack_id != 0 && stacks.count(block.stack_id) == 0) {
@@ -286,9 +287,12 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
       first = std::min(first, block.sequence & ~kSequenceFlags);
     }
     d.summary.live_allocations += 1;
-    d.summary.peak_bytes += block.size;  // the region keeps no peak: the live bytes at the end
+    live_bytes += block.size;
     d.blocks.push_back(block);
   }
+  // The process's peak as its hooks kept it; never below what it held at its death (a block
+  // recorded as the peak was being raised).
+  d.summary.peak_bytes = std::max(header.peak_bytes, live_bytes);
   if (stackless > 0) {
     out.problems.push_back(std::to_string(stackless) + " block(s) name a stack not in the record");
   }

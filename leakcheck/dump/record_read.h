@@ -20,6 +20,7 @@ namespace stackwalk::leakcheck::dump {
 struct RecordReading {
   bool begun = false;                 // the region has the magic: the program started recording
   bool exit_reported = false;         // the program wrote its report at exit
+  bool executed = false;              // the program exec'd: the record is of an image gone
   DumpContents dump;                  // the blocks live at the end, unclassified
   std::vector<std::string> problems;  // what could not be read, one line each
 };

@@ -184,6 +184,16 @@ ModuleMap::Reader::~Reader() { map_.readers_.fetch_sub(1); }
 
 bool ModuleMap::RefreshIfChanged() {
   std::lock_guard<std::mutex> lock(g_writer_mutex);
+  return RefreshIfChangedLocked();
+}
+
+bool ModuleMap::RefreshIfChangedUnlessBusy(bool* busy) {
+  std::unique_lock<std::mutex> lock(g_writer_mutex, std::try_to_lock);
+  *busy = !lock.owns_lock();
+  return !*busy && RefreshIfChangedLocked();
+}
+
+bool ModuleMap::RefreshIfChangedLocked() {
   ModuleSnapshot* cur = current_.load();
   if (cur != nullptr) {
     LoadedSetState state;

@@ -96,6 +96,11 @@ class ModuleMap {
   // dlpi_subs), or if there is none yet. Returns true if it rebuilt.
   // Signal safety: NOT async-signal-safe (dl_iterate_phdr, mmap, a mutex).
   bool RefreshIfChanged();
+  // As RefreshIfChanged, but if another thread is rebuilding (holds the writer lock) returns
+  // false at once with *busy set, rebuilding nothing. For callers that may run inside a
+  // dl_iterate_phdr callback (an allocation hook), which holds the loader's lock that a writer
+  // may be waiting for. Signal safety: NOT async-signal-safe.
+  bool RefreshIfChangedUnlessBusy(bool* busy);
   // Rebuilds unconditionally (e.g. after a miss on an unknown PC). Returns false if it could not
   // build (out of memory); the old snapshot then stays.
   bool Rebuild();
@@ -141,6 +146,7 @@ class ModuleMap {
  private:
   ModuleMap() = default;
   bool RebuildLocked();
+  bool RefreshIfChangedLocked();
   void FreeRetiredLocked();
 
   std::atomic<ModuleSnapshot*> current_{nullptr};
