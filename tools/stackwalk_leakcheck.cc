@@ -234,6 +234,15 @@ int main(int argc, char** argv) {
   if (!checked.program_report && checked.dump[0] == '\0') {
     return Usage("--program-report=0 needs --dump FILE (the report is rendered from it)");
   }
+  // Snapshots are kept only in the dump file (they are not leak reports): none without one.
+  if ((checked.snapshot_signal != 0 || checked.snapshot_interval != 0) && checked.dump[0] == '\0') {
+    return Usage("--snapshot-signal and --snapshot-interval need --dump FILE (snapshots are kept "
+                 "only there, for stackwalk-report --diff)");
+  }
+  if (checked.snapshot_signal != 0 && checked.snapshot_signal == checked.report_signal) {
+    return Usage("--snapshot-signal and --report-signal must differ (one asks for a snapshot, "
+                 "the other for a leak report)");
+  }
   if (!checked.program_report && checked.exitcode != 0) {
     return Usage("--program-report=0 does not go with --exitcode (leaks are known once named)");
   }
