@@ -65,6 +65,10 @@ THREAD_CHAINS = {
     "sw-beta": ["snapshot_park", "snapshot_beta3", "snapshot_beta2", "snapshot_beta1", "beta"],
 }
 BLOCKED_THREAD = "sw-blocked"
+# With "both": the thread that crashed while main's handler ran, found waiting in its own crash
+# handler and unwound from there through its signal frame; and the thread that let it crash.
+SECOND_CRASH_CHAIN = ["OnFatalSignal", "snapshot_fault", "snapshot_gamma1", "gamma_thread"]
+BOTH_THREADS = {"sw-gamma", "sw-drain"}
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "schema")
 
 
@@ -84,7 +88,7 @@ def check_schema(out):
     check(not errors, f"the output against snapshot_dump.schema.json: {errors[:3]}")
 
 
-def check_threads(out, emulated):
+def check_threads(out, emulated, both=False):
     """snapshot_threads' snapshot as stackwalk-dump --json gives it: the crashing thread first and
     alone marked, every thread named, each captured one unwound through its chain to the end of its
     stack, the blocking one listed as not captured because it blocks the signal (qemu-user keeps
@@ -96,7 +100,7 @@ def check_threads(out, emulated):
           f"the crashing thread first, alone marked: {[(t['name'], t['crashed']) for t in threads]}")
     check(threads[0]["tid"] == out["pid"], f"it is the main thread: {threads[0]['tid']}")
     names = {t["name"] for t in threads}
-    expected = set(THREAD_CHAINS) | {BLOCKED_THREAD}
+    expected = set(THREAD_CHAINS) | {BLOCKED_THREAD} | (BOTH_THREADS if both else set())
     # qemu-user has threads of its own besides the guest's (listed, not captured).
     check(names == expected if not emulated else expected <= names,
           f"every thread listed by name: {sorted(names)}")
@@ -111,6 +115,13 @@ def check_threads(out, emulated):
         check(chain_in_order(functions, chain), f"{name}: {chain} in order in {functions}")
         check(t["end"] == "end of stack", f"{name}: the walk reaches the end of its stack: {t['end']}")
         check(t["frame_trust"][:1] == ["context"], f"{name}: #0 from its registers")
+    if both:
+        t = by_name.get("sw-gamma", {"captured": False, "frames": [], "end": ""})
+        # stackwalk::(anonymous namespace)::OnFatalSignal(int, siginfo_t*, void*) as its name.
+        functions = [re.sub(r".*::(\w+)\(.*", r"\1", f.get("function", "")) for f in t["frames"]]
+        check(t["captured"] and chain_in_order(functions, SECOND_CRASH_CHAIN) and
+              t["end"] == "end of stack",
+              f"sw-gamma, crashed meanwhile, unwound from its crash handler: {functions}")
     blocked = by_name.get(BLOCKED_THREAD)
     if blocked is not None:
         why = blocked["not_captured"]

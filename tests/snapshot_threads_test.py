@@ -7,6 +7,8 @@ second run, of SIGABRT; stackwalk-dump --snapshot unwinds the snapshot. Checks:
   - the crashing thread comes first, marked, and its walk is the in-process report's, PC for PC;
   - every other thread is listed by tid and name; each captured one unwinds through its chain to
     the end of its stack; the one blocking the signal is listed as not captured, with the reason;
+  - a second thread that crashes while the first one's handler runs does not deadlock it, and
+    is captured in its own crash handler and unwound from there to its chain;
   - the JSON against docs/schema/snapshot_dump.schema.json (frames: frame.schema.json), and the
     text output says the same.
 
@@ -60,6 +62,20 @@ try:
               f"{how}: text and JSON list the same threads")
         check("in snapshot_beta1 at" in text and "in snapshot_alpha1 at" in text,
               f"{how}: text: the parked chains named with their lines")
+
+    # A second thread crashes while main's handler runs (the fixture makes sure of the order):
+    # no deadlock, and the capture finds it in its own crash handler.
+    report_path, snap = os.path.join(work, "both.report"), os.path.join(work, "both.snapshot")
+    p = subprocess.run([FIXTURE, report_path, snap, "both"], capture_output=True, text=True,
+                       timeout=60)
+    check(p.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV),
+          f"both: the fixture died of SIGSEGV (status {p.returncode}, {p.stderr})")
+    p = run_dump(DUMP, "--json", "--snapshot", snap)
+    check(p.returncode == 0, f"both: --snapshot exits 0 ({p.stderr})")
+    out = json.loads(p.stdout)
+    check(out["complete"], "both: complete")
+    check_schema(out)
+    check_threads(out, emulated=False, both=True)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

@@ -260,14 +260,17 @@ struct SnapshotThreadDump {
   size_t stack_bytes = 0;
 };
 
-// Walks one thread's registers over its own stack bytes (a read anywhere else fails).
-void WalkSnapshotStack(const Snapshot& snap, const std::vector<uint64_t>& registers,
-                       uint64_t mask, uint64_t stack_address,
-                       const std::vector<unsigned char>& stack, const TargetModules& modules,
-                       int max_frames, ThreadDump* d) {
-  SnapshotMemory memory(stack_address, stack);
-  WalkSnapshotThread(snap.machine, snap.word_size, registers, mask, memory, modules, max_frames,
-                     &d->walk, &d->error);
+// Walks one thread's registers over its own stack bytes (a read anywhere else fails), or says
+// which of them the snapshot lacks.
+void WalkSnapshotStack(const Snapshot& snap, const SnapshotThreadContext& context,
+                       const TargetModules& modules, int max_frames, ThreadDump* d) {
+  if (!context.has_registers || !context.has_stack) {
+    d->error = context.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
+    return;
+  }
+  SnapshotMemory memory(context.stack_address, context.stack);
+  WalkSnapshotThread(snap.machine, snap.word_size, context.registers, context.register_mask,
+                     memory, modules, max_frames, &d->walk, &d->error);
 }
 
 // The objects a frame of any thread lies in whose files were not found or not usable: those
@@ -385,15 +388,8 @@ int RunSnapshot(const Options& o) {
   dumps[0].dump.thread.name = snap.thread_name;
   dumps[0].crashed = true;
   dumps[0].stack_bytes = snap.stack.size();
-  if (!snap.has_registers || !snap.has_stack) {
-    dumps[0].dump.error =
-        snap.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
-    problems.push_back(dumps[0].dump.error);
-  } else {
-    WalkSnapshotStack(snap, snap.registers, snap.register_mask, snap.stack_address, snap.stack,
-                      *modules, o.max_frames, &dumps[0].dump);
-    if (!dumps[0].dump.error.empty()) problems.push_back(dumps[0].dump.error);
-  }
+  WalkSnapshotStack(snap, snap, *modules, o.max_frames, &dumps[0].dump);
+  if (!dumps[0].dump.error.empty()) problems.push_back(dumps[0].dump.error);
   for (size_t i = 0; i < snap.threads.size(); ++i) {
     const SnapshotOtherThread& t = snap.threads[i];
     SnapshotThreadDump& d = dumps[1 + i];
@@ -401,14 +397,8 @@ int RunSnapshot(const Options& o) {
     d.dump.thread.name = t.name;
     d.not_captured = NotCapturedReason(t);
     d.stack_bytes = t.stack.size();
-    if (!d.not_captured.empty()) continue;  // said in the output: not the snapshot's fault
-    if (!t.has_registers || !t.has_stack) {
-      d.dump.error = t.has_registers ? "the snapshot holds no stack of it"
-                                     : "the snapshot holds no registers of it";
-    } else {
-      WalkSnapshotStack(snap, t.registers, t.register_mask, t.stack_address, t.stack, *modules,
-                        o.max_frames, &d.dump);
-    }
+    // One not captured is said in the output: not the snapshot's fault.
+    if (d.not_captured.empty()) WalkSnapshotStack(snap, t, *modules, o.max_frames, &d.dump);
   }
   std::unique_ptr<Symbolizer> symbolizer;
   if (o.names) symbolizer = std::make_unique<Symbolizer>();
