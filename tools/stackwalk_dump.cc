@@ -90,7 +90,7 @@ void Usage(FILE* to) {
                "                      [--sysroot DIR] [--debug-dir DIR]\n"
                "  every thread of process PID: its tid and name, how long it was stopped, its\n"
                "  frames unwound from outside (CFI, frame pointers) and named (file:line, inlines);\n"
-               "  or the crashed thread of a crash snapshot, its objects' files found under\n"
+               "  or every thread of a crash snapshot, the crashed one first, its objects' files found under\n"
                "  --sysroot by path or under --debug-dir by build-id\n");
 }
 

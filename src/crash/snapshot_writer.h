@@ -1,5 +1,6 @@
 // WriteCrashSnapshot(): the crash snapshot (core/snapshot_format.h, docs/snapshot-format.md) of
-// the crashing thread, written from the signal handler: no allocation, no stdio, no locks.
+// the crashing thread and of the other threads captured, written from the signal handler: no
+// allocation, no stdio, no locks.
 #ifndef STACKWALK_SRC_CRASH_SNAPSHOT_WRITER_H_
 #define STACKWALK_SRC_CRASH_SNAPSHOT_WRITER_H_
 
