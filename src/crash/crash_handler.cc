@@ -323,7 +323,6 @@ int ThreadSignal(const CrashHandlerOptions& options) {
 // reinstall may see a mix of the old path and the new: the report names the one it used.
 void SetSnapshotOptions(const CrashHandlerOptions& options) {
   g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
-  g_state.thread_signal = ThreadSignal(options);
   g_state.thread_stack_bytes = options.snapshot_thread_stack_bytes;
   g_state.threads_total_stack_bytes = options.snapshot_threads_total_stack_bytes;
   g_state.thread_wait_ms = options.snapshot_thread_wait_ms;
@@ -399,11 +398,13 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.method = method;
     SetSnapshotOptions(options);
   }
-  // Last, as nothing can fail any more: CheckThreadCaptureSignal found the signal free.
-  if (thread_signal != 0) {
-    internal::InstallThreadCaptureHandler(thread_signal);
-  } else {
+  // Last, as nothing can fail any more (CheckThreadCaptureSignal found the signal free); a crash
+  // meanwhile captures no thread rather than send a signal whose handler is not in place.
+  g_state.thread_signal = 0;
+  if (thread_signal == 0) {
     internal::UninstallThreadCaptureHandler();
+  } else if (internal::InstallThreadCaptureHandler(thread_signal) == 0) {
+    g_state.thread_signal = thread_signal;
   }
   if (g_state.owned_fd >= 0 && g_state.owned_fd != fd) close(g_state.owned_fd);
   g_state.owned_fd = options.path != nullptr ? fd : -1;
