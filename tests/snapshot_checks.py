@@ -66,8 +66,8 @@ THREAD_CHAINS = {
 }
 BLOCKED_THREAD = "sw-blocked"
 # With "both": the thread that crashed while main's handler ran, found waiting in its own crash
-# handler and unwound from there through its signal frame; and the thread that let it crash.
-SECOND_CRASH_CHAIN = ["OnFatalSignal", "snapshot_fault", "snapshot_gamma1", "gamma_thread"]
+# handler and unwound from its fault; and the thread that let it crash.
+SECOND_CRASH_CHAIN = ["snapshot_fault", "snapshot_gamma1", "gamma_thread"]
 BOTH_THREADS = {"sw-gamma", "sw-drain"}
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "schema")
 
@@ -95,6 +95,8 @@ def check_threads(out, emulated, both=False):
     the host thread's mask in step with the guest's)."""
     threads = out["threads"]
     by_name = {t["name"]: t for t in threads}
+    check(all(t["crash_signal"] == 0 for t in threads if t["name"] != "sw-gamma"),
+          "no other thread crashed")
     check([t["crashed"] for t in threads][:1] == [True] and
           sum(t["crashed"] for t in threads) == 1 and threads[0]["name"] == "sw-main",
           f"the crashing thread first, alone marked: {[(t['name'], t['crashed']) for t in threads]}")
@@ -116,12 +118,11 @@ def check_threads(out, emulated, both=False):
         check(t["end"] == "end of stack", f"{name}: the walk reaches the end of its stack: {t['end']}")
         check(t["frame_trust"][:1] == ["context"], f"{name}: #0 from its registers")
     if both:
-        t = by_name.get("sw-gamma", {"captured": False, "frames": [], "end": ""})
-        # stackwalk::(anonymous namespace)::OnFatalSignal(int, siginfo_t*, void*) as its name.
-        functions = [re.sub(r".*::(\w+)\(.*", r"\1", f.get("function", "")) for f in t["frames"]]
-        check(t["captured"] and chain_in_order(functions, SECOND_CRASH_CHAIN) and
-              t["end"] == "end of stack",
-              f"sw-gamma, crashed meanwhile, unwound from its crash handler: {functions}")
+        t = by_name.get("sw-gamma", {"captured": False, "frames": [], "end": "", "crash_signal": 0})
+        functions = [f.get("function", "") for f in t["frames"]]
+        check(t["captured"] and t["crash_signal"] == 11 and functions[:1] == ["snapshot_fault"] and
+              chain_in_order(functions, SECOND_CRASH_CHAIN) and t["end"] == "end of stack",
+              f"sw-gamma, crashed meanwhile, unwound from its fault: {t['crash_signal']} {functions}")
     blocked = by_name.get(BLOCKED_THREAD)
     if blocked is not None:
         why = blocked["not_captured"]

@@ -8,7 +8,8 @@ second run, of SIGABRT; stackwalk-dump --snapshot unwinds the snapshot. Checks:
   - every other thread is listed by tid and name; each captured one unwinds through its chain to
     the end of its stack; the one blocking the signal is listed as not captured, with the reason;
   - a second thread that crashes while the first one's handler runs does not deadlock it, and
-    is captured in its own crash handler and unwound from there to its chain;
+    is captured with its registers at its fault, said to have crashed too, and unwound from there
+    through its chain;
   - the JSON against docs/schema/snapshot_dump.schema.json (frames: frame.schema.json), and the
     text output says the same.
 
@@ -64,7 +65,7 @@ try:
               f"{how}: text: the parked chains named with their lines")
 
     # A second thread crashes while main's handler runs (the fixture makes sure of the order):
-    # no deadlock, and the capture finds it in its own crash handler.
+    # no deadlock, and the capture finds it waiting in its own crash handler.
     report_path, snap = os.path.join(work, "both.report"), os.path.join(work, "both.snapshot")
     p = subprocess.run([FIXTURE, report_path, snap, "both"], capture_output=True, text=True,
                        timeout=60)
@@ -76,6 +77,10 @@ try:
     check(out["complete"], "both: complete")
     check_schema(out)
     check_threads(out, emulated=False, both=True)
+    text = run_dump(DUMP, "--snapshot", snap).stdout
+    check(re.search(r"^Thread \d+ \(sw-gamma\): crashed too \(SIGSEGV\) while the report was "
+                    r"written, \d+ frames", text, re.M) is not None,
+          f"both: text: the second crash said: {text}")
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

@@ -257,6 +257,7 @@ struct SnapshotThreadDump {
   ThreadDump dump;
   bool crashed = false;      // the thread the crash handler ran in
   std::string not_captured;  // why its registers and stack are not in the snapshot, if not
+  int crash_signal = 0;      // it crashed too, of this signal, while the crashed thread reported
   size_t stack_bytes = 0;
 };
 
@@ -311,6 +312,7 @@ void PrintSnapshotJson(const Options& o, const Snapshot& snap,
     t["crashed"] = d.crashed;
     t["captured"] = d.not_captured.empty();
     t["not_captured"] = d.not_captured;
+    t["crash_signal"] = d.crash_signal;
     t["stack_bytes"] = d.stack_bytes;
     AddWalkJson(d.dump, &t);
     out["threads"].push_back(std::move(t));
@@ -336,6 +338,9 @@ void PrintSnapshotText(const Options& o, const Snapshot& snap,
   for (const SnapshotThreadDump& d : dumps) {
     std::printf("\nThread %d (%s): %s", d.dump.thread.tid, d.dump.thread.name.c_str(),
                 d.crashed ? "crashed, " : "");
+    if (d.crash_signal != 0) {
+      std::printf("crashed too (%s) while the report was written, ", SignalAbbrev(d.crash_signal));
+    }
     if (!d.not_captured.empty()) {
       std::printf("not captured: %s\n", d.not_captured.c_str());
     } else if (!d.dump.error.empty()) {
@@ -396,6 +401,7 @@ int RunSnapshot(const Options& o) {
     d.dump.thread.tid = t.tid;
     d.dump.thread.name = t.name;
     d.not_captured = NotCapturedReason(t);
+    if (d.not_captured.empty()) d.crash_signal = t.detail;
     d.stack_bytes = t.stack.size();
     // One not captured is said in the output: not the snapshot's fault.
     if (d.not_captured.empty()) WalkSnapshotStack(snap, t, *modules, o.max_frames, &d.dump);

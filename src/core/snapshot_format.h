@@ -82,7 +82,9 @@ static_assert(sizeof(SnapshotModuleHeader) == 40);
 struct SnapshotThread {
   int32_t tid;
   uint32_t state;      // SnapshotThreadState
-  int32_t detail;      // kSnapshotThreadNotSignaled: the errno of tgkill; kSnapshotThreadNoAnswer:
+  int32_t detail;      // kSnapshotThreadCaptured: the signal it crashed of while the crashing
+                       // thread reported (its registers are then those at its fault), else 0;
+                       // kSnapshotThreadNotSignaled: the errno of tgkill; kSnapshotThreadNoAnswer:
                        // the wait in ms; else 0
   char proc_state;     // its State letter in /proc/self/task/TID/status when not captured
                        // (S, D, R, T...), or 0

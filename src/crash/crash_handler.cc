@@ -259,9 +259,12 @@ void OnFatalSignal(int sig, siginfo_t* info, void* ucontext) {
   } else if (g_reporting_tid.compare_exchange_strong(expected, self)) {
     WriteReport(sig, info, ucontext);
   } else {
-    // Another thread is reporting and will end the process; give it up to 5 seconds.
+    // Another thread is reporting and will end the process; give it up to 5 seconds. Its
+    // snapshot takes this thread's registers at its own fault, not in this wait.
+    const int noted = internal::NoteCrashedThread(static_cast<int>(self), sig, ucontext);
     timespec pause{0, 10 * 1000 * 1000};
     for (int i = 0; i < 500 && g_reporting_tid.load() != 0; ++i) nanosleep(&pause, nullptr);
+    internal::ForgetCrashedThread(noted);
   }
   Chain(sig, info, ucontext);
   errno = saved_errno;

@@ -129,7 +129,7 @@ void WriteThreadSection(SnapshotSink& out, int tid, SnapshotThreadState state, i
 // A captured thread: its section, registers, and stack within what `budget` has left.
 uint64_t WriteCapturedThread(SnapshotSink& out, const CapturedThread& t, uint64_t per_thread,
                              uint64_t* budget) {
-  WriteThreadSection(out, t.tid, kSnapshotThreadCaptured, 0, 0);
+  WriteThreadSection(out, t.tid, kSnapshotThreadCaptured, t.crash_signal, 0);
   WriteRegisters(out, kSnapshotThreadRegisters, t.tid, t.valid_mask, t.values);
   const uint64_t sp = (t.valid_mask >> NativeArch::kSp) & 1 ? t.values[NativeArch::kSp] : 0;
   const uint64_t limit = per_thread < *budget ? per_thread : *budget;

@@ -36,6 +36,26 @@ std::atomic<uint32_t> g_generation{0};  // odd while a capture holds the threads
 std::atomic<int> g_count{0};
 CapturedThread g_slots[kMaxSnapshotThreads];
 
+// Threads waiting in the crash handler for another thread's report (NoteCrashedThread). A note
+// is claimed by its tid (CAS from 0), then filled, then published by `ready`.
+struct CrashedThreadNote {
+  std::atomic<int> tid{0};
+  std::atomic<bool> ready{false};
+  int sig = 0;
+  const ucontext_t* context = nullptr;
+};
+CrashedThreadNote g_crashed[kMaxCrashedThreadNotes];
+
+// The note of thread `tid`, or nullptr.
+const CrashedThreadNote* CrashedNote(int tid) {
+  for (const CrashedThreadNote& n : g_crashed) {
+    if (n.tid.load(std::memory_order_acquire) == tid && n.ready.load(std::memory_order_acquire)) {
+      return &n;
+    }
+  }
+  return nullptr;
+}
+
 int64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -108,8 +128,13 @@ void CaptureHandler(int, siginfo_t*, void* context) {
     }
     uint32_t expected = kSignaled;
     if (mine != nullptr && mine->phase.compare_exchange_strong(expected, kWriting)) {
+      // A thread waiting in its own crash handler: its registers at the fault.
+      const CrashedThreadNote* crashed = CrashedNote(tid);
+      mine->crash_signal = crashed != nullptr ? crashed->sig : 0;
       NativeRegs regs;
-      RegsFromUcontext(static_cast<const ucontext_t*>(context), &regs);
+      RegsFromUcontext(crashed != nullptr ? crashed->context
+                                          : static_cast<const ucontext_t*>(context),
+                       &regs);
       mine->valid_mask = regs.valid_mask();
       for (int i = 0; i < NativeArch::kNumRegs; ++i) mine->values[i] = regs.Has(i) ? regs.Get(i) : 0;
       mine->phase.store(kParked, std::memory_order_release);
@@ -143,6 +168,7 @@ void AddToSlots(int tid, void* context) {
   t.state = kSnapshotThreadNoAnswer;
   t.detail = 0;
   t.proc_state = 0;
+  t.crash_signal = 0;
   t.valid_mask = 0;
 }
 
@@ -263,6 +289,25 @@ ThreadCaptureResult CaptureOtherThreads(int wait_ms) {
 void ReleaseThreads() {
   g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: parked handlers return
   Futex(&g_generation, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+int NoteCrashedThread(int tid, int sig, void* ucontext) {
+  for (int i = 0; i < kMaxCrashedThreadNotes; ++i) {
+    int expected = 0;
+    if (g_crashed[i].tid.compare_exchange_strong(expected, tid)) {
+      g_crashed[i].sig = sig;
+      g_crashed[i].context = static_cast<const ucontext_t*>(ucontext);
+      g_crashed[i].ready.store(true, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void ForgetCrashedThread(int note) {
+  if (note < 0 || note >= kMaxCrashedThreadNotes) return;
+  g_crashed[note].ready.store(false, std::memory_order_release);
+  g_crashed[note].tid.store(0, std::memory_order_release);
 }
 
 void ForEachOtherThread(void (*fn)(int tid, void* context), void* context) {

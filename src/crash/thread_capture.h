@@ -25,6 +25,7 @@ struct CapturedThread {
   SnapshotThreadState state = kSnapshotThreadNoAnswer;  // once the capture ended
   int32_t detail = 0;     // as SnapshotThread::detail
   char proc_state = 0;    // as SnapshotThread::proc_state
+  int32_t crash_signal = 0;  // it crashed of this while another thread reported (NoteCrashedThread)
   uint64_t valid_mask = 0;
   uint64_t values[NativeArch::kNumRegs] = {};  // DWARF numbering, as the snapshot's registers
 };
@@ -52,6 +53,14 @@ void UninstallThreadCaptureHandler();
 // Signal safety: async-signal-safe; one capture at a time (the crash handler's one reporter).
 ThreadCaptureResult CaptureOtherThreads(int wait_ms);
 void ReleaseThreads();
+
+// NoteCrashedThread(): a thread that crashed while another reports says so before it waits, so
+// that the capture keeps its registers at the fault (`ucontext`) rather than in its wait; the
+// note's index (or -1: no room, 16 at most), for ForgetCrashedThread() when the wait ends.
+// Signal safety: async-signal-safe.
+inline constexpr int kMaxCrashedThreadNotes = 16;
+int NoteCrashedThread(int tid, int sig, void* ucontext);
+void ForgetCrashedThread(int note);
 
 // ForEachOtherThread(): calls fn with the tid of every thread of the process but the caller's,
 // as /proc/self/task lists them. Signal safety: async-signal-safe; one caller at a time.
