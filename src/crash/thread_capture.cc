@@ -34,6 +34,7 @@ int g_signal = 0;
 struct sigaction g_previous;
 std::atomic<uint32_t> g_generation{0};  // odd while a capture holds the threads
 std::atomic<int> g_count{0};
+std::atomic<uint32_t> g_answered{0};  // futex word: bumped by each handler that parked
 CapturedThread g_slots[kMaxSnapshotThreads];
 
 // Threads waiting in the crash handler for another thread's report (NoteCrashedThread). A note
@@ -138,6 +139,8 @@ void CaptureHandler(int, siginfo_t*, void* context) {
       mine->valid_mask = regs.valid_mask();
       for (int i = 0; i < NativeArch::kNumRegs; ++i) mine->values[i] = regs.Has(i) ? regs.Get(i) : 0;
       mine->phase.store(kParked, std::memory_order_release);
+      g_answered.fetch_add(1, std::memory_order_release);
+      Futex(&g_answered, FUTEX_WAKE_PRIVATE, 1, nullptr);
       // Parked: the stack above the interrupted SP holds still while it is copied.
       const int64_t deadline = MonotonicNs() + kMaxParkedNs;
       const timespec slice{0, 100 * 1000 * 1000};
@@ -244,6 +247,7 @@ ThreadCaptureResult CaptureOtherThreads(int wait_ms) {
   const int64_t wait_ns = int64_t{wait_ms} * 1000 * 1000;
   bool masks_read = false;
   for (;;) {
+    const uint32_t answered = g_answered.load(std::memory_order_acquire);
     int pending = 0;
     for (int i = 0; i < count; ++i) {
       const uint32_t phase = g_slots[i].phase.load(std::memory_order_acquire);
@@ -261,8 +265,10 @@ ThreadCaptureResult CaptureOtherThreads(int wait_ms) {
         if (blocked) GiveUp(g_slots[i], true, proc_state, wait_ms);
       }
     }
-    const timespec pause{0, 1000 * 1000};
-    nanosleep(&pause, nullptr);
+    // Woken by the next handler that parks (no answer lost: `answered` was read before the
+    // count), else in 1 ms to look at the clock and the masks.
+    const timespec slice{0, 1000 * 1000};
+    Futex(&g_answered, FUTEX_WAIT_PRIVATE, answered, &slice);
   }
   for (int i = 0; i < count; ++i) {
     CapturedThread& t = g_slots[i];
