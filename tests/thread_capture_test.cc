@@ -1,13 +1,17 @@
 // The other threads of a crash snapshot (issue 20), in this process: CaptureOtherThreads parks a
 // thread in the capture handler and keeps its registers, gives up on one that blocks the signal
-// (which, unblocked later, finds the capture over and runs on), and WriteCrashSnapshot writes
+// (which, unblocked later, finds the capture over and runs on) and, after the wait, on one held
+// from running by a tracer, and WriteCrashSnapshot writes
 // them, each stack within its own bound and the total; the reader gives back tids, names, states,
 // registers and stacks, and a snapshot cut at every byte of its thread sections is read without
 // a crash. (Whole crashes and their unwinding: snapshot_threads_test.py.)
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -174,6 +178,57 @@ TEST_F(ThreadCaptureSignalTest, TheTotalBoundCutsTheThreadsStacks) {
   uint64_t total = 0;
   for (const SnapshotOtherThread& t : snap.threads) total += t.stack.size();
   EXPECT_EQ(total, 300u);
+}
+
+// A thread that cannot run (stopped by a tracer, as one in an uninterruptible wait cannot) never
+// answers: given up on after the wait, with its state letter; its signal, delivered once it runs
+// again, finds the capture over and it runs on (the join in TearDown).
+TEST_F(ThreadCaptureSignalTest, AThreadThatNeverRunsIsGivenUpAfterTheWait) {
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY);  // Yama: a child may trace this process's threads
+  int stopped[2], go[2];
+  ASSERT_EQ(pipe(stopped), 0);
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t tracer = fork();
+  ASSERT_GE(tracer, 0);
+  if (tracer == 0) {
+    const int tid = parked_.tid;
+    char result = 0;
+    int status;
+    if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0 || ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 ||
+        waitpid(tid, &status, __WALL) != tid) {
+      result = 1;
+    }
+    if (write(stopped[1], &result, 1) != 1 || read(go[0], &result, 1) != 1) _exit(1);
+    ptrace(PTRACE_DETACH, tid, 0, 0);
+    _exit(0);
+  }
+  char result = 1;
+  ASSERT_EQ(read(stopped[0], &result, 1), 1);
+  if (result != 0) {
+    kill(tracer, SIGKILL);
+    waitpid(tracer, nullptr, 0);
+    GTEST_SKIP() << "ptrace refused here: no thread can be held from running";
+  }
+  {
+    ThreadCaptureResult r = CaptureOtherThreads(200);
+    ReleaseAtEnd release;
+    const CapturedThread* parked = Find(r, parked_.tid);
+    ASSERT_NE(parked, nullptr);
+    EXPECT_EQ(parked->state, kSnapshotThreadNoAnswer);
+    EXPECT_EQ(parked->detail, 200);
+    EXPECT_EQ(parked->proc_state, 't');  // tracing stop
+    SnapshotOtherThread listed;
+    listed.state = parked->state;
+    listed.detail = parked->detail;
+    listed.proc_state = parked->proc_state;
+    EXPECT_EQ(NotCapturedReason(listed),
+              "no answer to the capture signal within 200 ms (state t)");
+  }
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(tracer, &status, 0), tracer);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {stopped[0], stopped[1], go[0], go[1]}) close(fd);
 }
 
 TEST(ThreadCaptureSignalInstall, AHandledSignalIsTheProgramsAndRefused) {
