@@ -85,6 +85,8 @@ static int SegvIsDefault(void) {
          current.sa_handler == SIG_DFL;
 }
 
+static void IgnoreSignal(int sig) { (void)sig; }
+
 static void CheckRefusals(void) {
   CHECK(SegvIsDefault());
   CHECK(stackwalk_install_crash_handler(-1) == -EBADF);
@@ -100,6 +102,26 @@ static void CheckRefusals(void) {
   stackwalk_uninstall_crash_handler();
   CHECK(SegvIsDefault());
   CHECK(stackwalk_prepare_thread_for_crashes() == 0);
+
+  /* A snapshot's capture signal, SIGRTMIN + 6, that the program handles is the program's: the
+   * install is refused and installs nothing; free, it gets the capture handler, and the
+   * uninstall gives the default action back. */
+  const int capture = SIGRTMIN + 6;
+  struct sigaction programs, old, now;
+  memset(&programs, 0, sizeof(programs));
+  programs.sa_handler = IgnoreSignal;
+  CHECK(sigaction(capture, &programs, &old) == 0);
+  CHECK(stackwalk_install_crash_handler_with_snapshot(
+            2, "/nonexistent/crash.snapshot", STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES) == -EBUSY);
+  CHECK(SegvIsDefault());
+  CHECK(sigaction(capture, &old, NULL) == 0);
+  CHECK(stackwalk_install_crash_handler_with_snapshot(
+            2, "/nonexistent/crash.snapshot", STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES) == 0);
+  CHECK(sigaction(capture, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO));
+  stackwalk_uninstall_crash_handler();
+  CHECK(sigaction(capture, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) &&
+        now.sa_handler == SIG_DFL);
+  CHECK(SegvIsDefault());
 }
 
 /* The report line of frame `index`, copied into `line` (empty if there is none). */

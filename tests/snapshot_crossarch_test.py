@@ -8,11 +8,13 @@ and loader). Checks:
   - the host's walk equals the in-process report, PC for PC, to the end of the stack;
   - every frame after the first was found by the target's tables (CFI on aarch64, .ARM.exidx on
     arm32), and the chain is named in order by the symbolizer reading the foreign ELF;
-  - without the sysroot the target's libc is not found, and said (the sysroot is what is used).
+  - without the sysroot the target's libc is not found, and said (the sysroot is what is used);
+  - snapshot_threads, crashing under the emulator with three threads parked in known chains,
+    has every thread unwound on the host through its chain, by name (snapshot_checks.py).
 Registered by the cross builds (tests/CMakeLists.txt), with the native tool scripts/test.sh
 builds first.
 
-usage: snapshot_crossarch_test.py HOST_STACKWALK_DUMP SNAPSHOT_CRASH EMULATOR [ARGS...]
+usage: snapshot_crossarch_test.py HOST_STACKWALK_DUMP SNAPSHOT_CRASH SNAPSHOT_THREADS EMULATOR [ARGS...]
 """
 import json
 import os
@@ -23,10 +25,11 @@ import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from snapshot_checks import (chain_in_order, check, finish, functions, report_pcs, run_dump,
-                             walk_pcs)
+from snapshot_checks import (chain_in_order, check, check_schema, check_threads, finish,
+                             functions, report_pcs, run_dump, walk_pcs)
 
-DUMP, FIXTURE, EMULATOR = sys.argv[1], sys.argv[2], [a for a in sys.argv[3:] if a]
+DUMP, FIXTURE, THREADS = sys.argv[1], sys.argv[2], sys.argv[3]
+EMULATOR = [a for a in sys.argv[4:] if a]
 LIB = os.path.join(os.path.dirname(FIXTURE), "libsnapshot_crash_lib.so")
 # The emulator's prefix for the target's own files (qemu-user -L DIR).
 PREFIX = EMULATOR[EMULATOR.index("-L") + 1] if "-L" in EMULATOR[:-1] else ""
@@ -34,6 +37,20 @@ PREFIX = EMULATOR[EMULATOR.index("-L") + 1] if "-L" in EMULATOR[:-1] else ""
 
 def dump(*args):
     return run_dump(DUMP, *args)
+
+
+def make_sysroot(snap, root):
+    """The objects as the target saw them: under the emulator's prefix where it has them (qemu
+    looks there first), else at their own path (the fixture, its library, libstackwalk)."""
+    p = dump("--json", "--no-names", "--snapshot", snap)
+    for m in json.loads(p.stdout)["modules"]:
+        path = m["path"]
+        if not path.startswith("/") or os.path.lexists(root + path):
+            continue
+        source = PREFIX + path if os.path.exists(PREFIX + path) else path
+        if os.path.isfile(source):
+            os.makedirs(os.path.dirname(root + path), exist_ok=True)
+            os.symlink(os.path.realpath(source), root + path)
 
 
 if not EMULATOR or not PREFIX:
@@ -57,19 +74,8 @@ try:
     in_process = report_pcs(report)
     check(len(in_process) >= 6, f"the report has the chain and libc's frames: {report}")
 
-    # The objects as the target saw them: under the emulator's prefix where it has them (qemu
-    # looks there first), else at their own path (the fixture, its library, libstackwalk).
-    p = dump("--json", "--no-names", "--snapshot", snap)
-    listed = json.loads(p.stdout)["modules"]
     root = os.path.join(work, "root")
-    for m in listed:
-        path = m["path"]
-        if not path.startswith("/"):
-            continue
-        source = PREFIX + path if os.path.exists(PREFIX + path) else path
-        if os.path.isfile(source):
-            os.makedirs(os.path.dirname(root + path), exist_ok=True)
-            os.symlink(os.path.realpath(source), root + path)
+    make_sysroot(snap, root)
 
     p = dump("--json", "--snapshot", snap, "--sysroot", root)
     check(p.returncode == 0, f"--snapshot --sysroot exits 0 (stderr: {p.stderr})")
@@ -98,6 +104,22 @@ try:
     p = dump("--snapshot", snap)
     check(p.returncode == 0, f"without --sysroot: still exit 0 ({p.stderr})")
     check("libc.so.6: cannot open" in p.stdout, f"the missing libc is named: {p.stdout}")
+
+    # Every thread of a crash, captured under the emulator and unwound on the host.
+    threads_exe = os.path.join(bin_dir, "snapshot_threads")
+    shutil.copy2(THREADS, threads_exe)
+    threads_snap = os.path.join(work, "threads.snapshot")
+    p = subprocess.run(EMULATOR + [threads_exe, os.path.join(work, "threads.report"),
+                                   threads_snap, "segv"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV),
+          f"snapshot_threads died of SIGSEGV under {EMULATOR[0]} (status {p.returncode}, {p.stderr})")
+    make_sysroot(threads_snap, root)
+    p = dump("--json", "--snapshot", threads_snap, "--sysroot", root)
+    check(p.returncode == 0, f"snapshot_threads: --snapshot --sysroot exits 0 (stderr: {p.stderr})")
+    out = json.loads(p.stdout)
+    check_schema(out)
+    check_threads(out, emulated=True)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

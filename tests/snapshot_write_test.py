@@ -52,6 +52,7 @@ try:
     at, sections, ended = 24, [], False
     regs, mask, stack_at, stack_size, listed = None, 0, None, 0, {}
     last_module, vdso_modules, images = None, 0, 0
+    threads = []  # (tid, state, name) of the other threads (qemu-user has threads of its own)
     while at + 16 <= len(data):
         kind, reserved, size = struct.unpack_from("<IIQ", data, at)
         payload = data[at + 16:at + 16 + size]
@@ -75,6 +76,16 @@ try:
             last_module = (lo, hi, flags)
             if flags & 2:
                 vdso_modules += 1
+        elif kind == 6:
+            tid, state, detail = struct.unpack_from("<iIi", payload)
+            threads.append((tid, state, payload[16:32].rstrip(b"\0").decode(errors="replace")))
+        elif kind in (7, 8):
+            (tid,) = struct.unpack_from("<i", payload)
+            check(threads and threads[-1][0] == tid and threads[-1][1] == 0 and
+                  sections[-2] == (6 if kind == 7 else 7),
+                  f"thread section {kind} of {tid} follows its captured thread: {threads[-1:]}")
+            if kind == 7:
+                check(struct.unpack_from("<iI", payload)[1] == nregs, f"thread {tid}: {nregs} registers")
         elif kind == 5:
             # The vDSO's image, right after its module: its extent's bytes from its start.
             (image_at,) = struct.unpack_from("<Q", payload)
@@ -84,8 +95,10 @@ try:
             check(payload[8:12] == b"\x7fELF", "the vDSO's image is its ELF image")
             images += 1
     check(ended and at == len(data), f"ends with the end section at the file's end ({at}/{len(data)})")
-    check(sections[:3] == [1, 2, 4] and sections[-2:] == [3, 0],
-          f"process, registers, modules, stack, end: {sections}")
+    stack = sections.index(3) if 3 in sections else len(sections)
+    check(sections[:3] == [1, 2, 4] and set(sections[2:stack]) == {4, 5} - ({5} if not images else set())
+          and set(sections[stack + 1:-1]) <= {6, 7, 8} and sections[-1:] == [0],
+          f"process, registers, modules, stack, other threads, end: {sections}")
     check(images == vdso_modules, f"the vDSO's image with its module ({images} of {vdso_modules})")
     check(regs is not None and len(regs) == nregs, f"{name}: {nregs} registers")
     if regs is not None and len(regs) == nregs and frames:

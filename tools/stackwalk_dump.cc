@@ -8,8 +8,10 @@
 //
 // --snapshot unwinds and names a crash snapshot the crash handler wrote
 // (CrashHandlerOptions::snapshot_path, docs/snapshot-format.md) instead of a live process: the
-// crashing thread's registers, over the stack bytes it holds (a read anywhere else fails), with
-// the objects it lists, each file found at DIR + its path under --sysroot (else at its path),
+// crashing thread first ("crashed"), then each other thread it lists, by tid and name, each
+// walked from its registers over its own stack bytes (a read anywhere else fails) or listed as
+// not captured with the reason (--json: docs/schema/snapshot_dump.schema.json), with the objects
+// it lists, each file found at DIR + its path under --sysroot (else at its path),
 // or by build-id under --debug-dir (DIR/.build-id/xx/rest[.debug]); a file whose build-id is not
 // the snapshot's is not used. A snapshot of any of x86_64, aarch64 and arm32 unwinds on any
 // host (an aarch64 crash on an x86_64 workstation: --sysroot /usr/aarch64-linux-gnu finds its
@@ -88,7 +90,7 @@ void Usage(FILE* to) {
                "                      [--sysroot DIR] [--debug-dir DIR]\n"
                "  every thread of process PID: its tid and name, how long it was stopped, its\n"
                "  frames unwound from outside (CFI, frame pointers) and named (file:line, inlines);\n"
-               "  or the crashed thread of a crash snapshot, its objects' files found under\n"
+               "  or every thread of a crash snapshot, the crashed one first, its objects' files found under\n"
                "  --sysroot by path or under --debug-dir by build-id\n");
 }
 
@@ -250,6 +252,109 @@ const char* SignalAbbrev(int sig) {
   }
 }
 
+// One thread of a snapshot as stackwalk-dump --snapshot prints it.
+struct SnapshotThreadDump {
+  ThreadDump dump;
+  bool crashed = false;      // the thread the crash handler ran in
+  std::string not_captured;  // why its registers and stack are not in the snapshot, if not
+  int crash_signal = 0;      // it crashed too, of this signal, while the crashed thread reported
+  size_t stack_bytes = 0;
+};
+
+// Walks one thread's registers over its own stack bytes (a read anywhere else fails), or says
+// which of them the snapshot lacks.
+void WalkSnapshotStack(const Snapshot& snap, const SnapshotThreadContext& context,
+                       const TargetModules& modules, int max_frames, ThreadDump* d) {
+  if (!context.has_registers || !context.has_stack) {
+    d->error = context.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
+    return;
+  }
+  SnapshotMemory memory(context.stack_address, context.stack);
+  WalkSnapshotThread(snap.machine, snap.word_size, context.registers, context.register_mask,
+                     memory, modules, max_frames, &d->walk, &d->error);
+}
+
+// The objects a frame of any thread lies in whose files were not found or not usable: those
+// frames are neither unwound through by CFI nor named.
+std::vector<const TargetModule*> MissingModules(const std::vector<SnapshotThreadDump>& dumps,
+                                                const TargetModules& modules) {
+  std::vector<const TargetModule*> missing;
+  for (const SnapshotThreadDump& d : dumps) {
+    for (const TargetFrame& f : d.dump.walk.frames) {
+      const TargetModule* m = modules.Find(f.pc);
+      if (m != nullptr && !m->error.empty() &&
+          std::find(missing.begin(), missing.end(), m) == missing.end()) {
+        missing.push_back(m);
+      }
+    }
+  }
+  return missing;
+}
+
+void PrintSnapshotJson(const Options& o, const Snapshot& snap,
+                       const std::vector<SnapshotThreadDump>& dumps, const TargetModules& modules) {
+  nlohmann::ordered_json out;
+  out["snapshot"] = o.snapshot;
+  out["machine"] = MachineName(snap.machine);
+  out["version"] = snap.version;
+  out["complete"] = snap.complete;
+  out["error"] = snap.error;
+  out["pid"] = snap.pid;
+  out["signal"] = snap.signal;
+  out["code"] = snap.code;
+  out["fault_address"] = snap.fault_address;
+  out["stack_bytes"] = snap.stack.size();
+  out["threads"] = nlohmann::ordered_json::array();
+  for (const SnapshotThreadDump& d : dumps) {
+    nlohmann::ordered_json t;
+    t["tid"] = d.dump.thread.tid;
+    t["name"] = d.dump.thread.name;
+    t["crashed"] = d.crashed;
+    t["captured"] = d.not_captured.empty();
+    t["not_captured"] = d.not_captured;
+    t["crash_signal"] = d.crash_signal;
+    t["stack_bytes"] = d.stack_bytes;
+    AddWalkJson(d.dump, &t);
+    out["threads"].push_back(std::move(t));
+  }
+  out["modules"] = nlohmann::ordered_json::array();
+  for (const TargetModule& m : modules.modules()) {
+    out["modules"].push_back({{"path", m.path}, {"build_id", m.build_id},
+                              {"load_bias", m.load_bias}, {"file", m.file}, {"error", m.error}});
+  }
+  std::printf("%s\n", DumpJson(out).c_str());
+}
+
+void PrintSnapshotText(const Options& o, const Snapshot& snap,
+                       const std::vector<SnapshotThreadDump>& dumps, const TargetModules& modules) {
+  int captured = 0;
+  for (const SnapshotThreadDump& d : dumps) captured += !d.crashed && d.not_captured.empty();
+  std::printf("Snapshot %s: %s, process %d, %s (signal %d), code %d, fault address 0x%llx, "
+              "%zu stack bytes, %zu objects, %zu threads (%d others captured)\n",
+              o.snapshot.c_str(), MachineName(snap.machine).c_str(), snap.pid,
+              SignalAbbrev(snap.signal), snap.signal, snap.code,
+              static_cast<unsigned long long>(snap.fault_address), snap.stack.size(),
+              snap.modules.size(), dumps.size(), captured);
+  for (const SnapshotThreadDump& d : dumps) {
+    std::printf("\nThread %d (%s): %s", d.dump.thread.tid, d.dump.thread.name.c_str(),
+                d.crashed ? "crashed, " : "");
+    if (d.crash_signal != 0) {
+      std::printf("crashed too (%s) while the report was written, ", SignalAbbrev(d.crash_signal));
+    }
+    if (!d.not_captured.empty()) {
+      std::printf("not captured: %s\n", d.not_captured.c_str());
+    } else if (!d.dump.error.empty()) {
+      std::printf("not unwound: %s\n", d.dump.error.c_str());
+    } else {
+      std::printf("%zu frames, %s\n", d.dump.walk.frames.size(), EndName(d.dump.walk.end));
+      std::fputs(stackwalk::FormatFrames(d.dump.frames).c_str(), stdout);
+    }
+  }
+  for (const TargetModule* m : MissingModules(dumps, modules)) {
+    std::printf("  (object %s: %s)\n", m->path.c_str(), m->error.c_str());
+  }
+}
+
 // stackwalk-dump --snapshot FILE: 0, or 1 after the best partial answer.
 int RunSnapshot(const Options& o) {
   std::string bytes;
@@ -282,70 +387,32 @@ int RunSnapshot(const Options& o) {
   // The objects' files are read as the snapshot's architecture, whatever this host's.
   std::unique_ptr<TargetModules> modules =
       TargetModules::FromSnapshot(snap.modules, snap.machine, o.sysroot, o.debug_dir);
-  ThreadDump d;
-  d.thread.tid = snap.tid;
-  d.thread.name = snap.thread_name;
-  if (!snap.has_registers || !snap.has_stack) {
-    d.error = snap.has_registers ? "the snapshot holds no stack" : "the snapshot holds no registers";
-  } else {
-    SnapshotMemory memory(snap.stack_address, snap.stack);
-    WalkSnapshotThread(snap.machine, snap.word_size, snap.registers, snap.register_mask, memory,
-                       *modules, o.max_frames, &d.walk, &d.error);
+  // The crashing thread first, then the others in the order written.
+  std::vector<SnapshotThreadDump> dumps(1 + snap.threads.size());
+  dumps[0].dump.thread.tid = snap.tid;
+  dumps[0].dump.thread.name = snap.thread_name;
+  dumps[0].crashed = true;
+  dumps[0].stack_bytes = snap.stack.size();
+  WalkSnapshotStack(snap, snap, *modules, o.max_frames, &dumps[0].dump);
+  if (!dumps[0].dump.error.empty()) problems.push_back(dumps[0].dump.error);
+  for (size_t i = 0; i < snap.threads.size(); ++i) {
+    const SnapshotOtherThread& t = snap.threads[i];
+    SnapshotThreadDump& d = dumps[1 + i];
+    d.dump.thread.tid = t.tid;
+    d.dump.thread.name = t.name;
+    d.not_captured = NotCapturedReason(t);
+    if (d.not_captured.empty()) d.crash_signal = t.detail;
+    d.stack_bytes = t.stack.size();
+    // One not captured is said in the output: not the snapshot's fault.
+    if (d.not_captured.empty()) WalkSnapshotStack(snap, t, *modules, o.max_frames, &d.dump);
   }
-  if (!d.error.empty()) problems.push_back(d.error);
   std::unique_ptr<Symbolizer> symbolizer;
   if (o.names) symbolizer = std::make_unique<Symbolizer>();
-  d.frames = NameFrames(d.walk, *modules, symbolizer.get());
-  // The objects a frame lies in whose files were not found or not usable: those frames are
-  // neither unwound through by CFI nor named.
-  std::vector<const TargetModule*> missing;
-  for (const TargetFrame& f : d.walk.frames) {
-    const TargetModule* m = modules->Find(f.pc);
-    if (m != nullptr && !m->error.empty() &&
-        std::find(missing.begin(), missing.end(), m) == missing.end()) {
-      missing.push_back(m);
-    }
-  }
+  for (SnapshotThreadDump& d : dumps) d.dump.frames = NameFrames(d.dump.walk, *modules, symbolizer.get());
   if (o.json) {
-    nlohmann::ordered_json out;
-    out["snapshot"] = o.snapshot;
-    out["machine"] = MachineName(snap.machine);
-    out["version"] = snap.version;
-    out["complete"] = snap.complete;
-    out["error"] = snap.error;
-    out["pid"] = snap.pid;
-    out["signal"] = snap.signal;
-    out["code"] = snap.code;
-    out["fault_address"] = snap.fault_address;
-    out["stack_bytes"] = snap.stack.size();
-    nlohmann::ordered_json t;
-    t["tid"] = snap.tid;
-    t["name"] = snap.thread_name;
-    AddWalkJson(d, &t);
-    out["threads"] = nlohmann::ordered_json::array({std::move(t)});
-    out["modules"] = nlohmann::ordered_json::array();
-    for (const TargetModule& m : modules->modules()) {
-      out["modules"].push_back({{"path", m.path}, {"build_id", m.build_id},
-                                {"load_bias", m.load_bias}, {"file", m.file}, {"error", m.error}});
-    }
-    std::printf("%s\n", DumpJson(out).c_str());
+    PrintSnapshotJson(o, snap, dumps, *modules);
   } else {
-    std::printf("Snapshot %s: %s, process %d, %s (signal %d), code %d, fault address 0x%llx, "
-                "%zu stack bytes, %zu objects\n",
-                o.snapshot.c_str(), MachineName(snap.machine).c_str(), snap.pid,
-                SignalAbbrev(snap.signal), snap.signal, snap.code,
-                static_cast<unsigned long long>(snap.fault_address), snap.stack.size(),
-                snap.modules.size());
-    std::printf("\nThread %d (%s):", snap.tid, snap.thread_name.c_str());
-    if (!d.error.empty()) {
-      std::printf("  not unwound: %s\n", d.error.c_str());
-    } else {
-      std::printf("  %zu frames, %s\n", d.walk.frames.size(), EndName(d.walk.end));
-      std::fputs(stackwalk::FormatFrames(d.frames).c_str(), stdout);
-    }
-    for (const TargetModule* m : missing) {
-      std::printf("  (object %s: %s)\n", m->path.c_str(), m->error.c_str());
-    }
+    PrintSnapshotText(o, snap, dumps, *modules);
   }
   for (const std::string& p : problems) {
     std::fprintf(stderr, "stackwalk-dump: %s: %s\n", o.snapshot.c_str(), p.c_str());

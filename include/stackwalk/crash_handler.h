@@ -66,12 +66,25 @@ struct CrashHandlerOptions {
   // snapshot ..."); a snapshot that fails takes nothing from the report.
   const char* snapshot_path = nullptr;  // copied at install time
   size_t snapshot_stack_bytes = STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES;  // up to 16 MiB
+  // The snapshot's other threads: each is sent snapshot_thread_signal (a real-time signal this
+  // installs a handler for; 0: SIGRTMIN + 6, which the leak checker's stop-the-world, at
+  // SIGRTMIN + 5, does not use; negative: the snapshot holds the crashing thread alone), parks
+  // in that handler with its registers saved while the snapshot copies up to
+  // snapshot_thread_stack_bytes of its stack from SP, snapshot_threads_total_stack_bytes over
+  // all threads; a thread that does not answer within snapshot_thread_wait_ms (it blocks the
+  // signal, or sits in an uninterruptible wait) is listed as not captured, with the reason.
+  int snapshot_thread_signal = 0;
+  size_t snapshot_thread_stack_bytes = size_t{16} << 10;        // up to 16 MiB
+  size_t snapshot_threads_total_stack_bytes = size_t{4} << 20;  // up to 32 MiB
+  int snapshot_thread_wait_ms = 1000;                           // 1 to 60000
 };
 
 inline constexpr int kMaxCrashFrames = 256;
 inline constexpr size_t kDefaultSnapshotStackBytes = STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES;
 inline constexpr size_t kMaxSnapshotStackBytes = size_t{16} << 20;
 inline constexpr size_t kMaxSnapshotPath = 4096;  // bytes, with the NUL
+inline constexpr size_t kMaxSnapshotThreadsStackBytes = size_t{32} << 20;
+inline constexpr int kMaxSnapshotThreadWaitMs = 60000;
 
 // InstallCrashHandler()
 //
@@ -79,8 +92,13 @@ inline constexpr size_t kMaxSnapshotPath = 4096;  // bytes, with the NUL
 // nothing (a handler installed before keeps its options):
 //   -EINVAL  max_frames outside 1..kMaxCrashFrames, or a method this build or architecture
 //            lacks (stackwalk_method_available() == 0: kExidx off 32-bit ARM, a value that is
-//            no Method), snapshot_stack_bytes above kMaxSnapshotStackBytes, an empty
-//            snapshot_path;
+//            no Method), snapshot_stack_bytes or snapshot_thread_stack_bytes above
+//            kMaxSnapshotStackBytes, snapshot_threads_total_stack_bytes above
+//            kMaxSnapshotThreadsStackBytes, snapshot_thread_wait_ms outside
+//            1..kMaxSnapshotThreadWaitMs, a snapshot_thread_signal that is not a real-time
+//            signal (SIGRTMIN..SIGRTMAX), an empty snapshot_path;
+//   -EBUSY   snapshot_path set and snapshot_thread_signal (or SIGRTMIN + 6) already has a
+//            handler: it is the program's; choose another one, or a negative one;
 //   -ENAMETOOLONG  snapshot_path of kMaxSnapshotPath bytes or more;
 //   -EBADF   no path, and fd is negative, not open, or open read-only;
 //   other    -errno of open(path), sigaltstack/mmap, or sigaction.

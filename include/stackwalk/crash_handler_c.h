@@ -36,10 +36,13 @@ int stackwalk_install_crash_handler(int fd);
  * As stackwalk_install_crash_handler(fd), and at a crash also writes a snapshot to
  * `snapshot_path` (created or truncated then) holding the crashing thread's registers, up to
  * `stack_bytes` of its stack from SP (STACKWALK_DEFAULT_SNAPSHOT_STACK_BYTES is 64 KiB; at most
- * 16 MiB) and the loaded objects, for `stackwalk-dump --snapshot FILE` to unwind and name later,
- * elsewhere too (docs/snapshot-format.md). Returns 0 or a negative errno and installs nothing:
- * as above, and -EINVAL for an empty path or stack_bytes above 16 MiB, -ENAMETOOLONG for a
- * path of 4096 bytes or more.
+ * 16 MiB), the loaded objects, and every other thread with its registers and up to 16 KiB of
+ * its stack (4 MiB over all), captured by the signal SIGRTMIN + 6, whose handler this installs
+ * (a thread that does not answer within 1 s is listed with the reason), for
+ * `stackwalk-dump --snapshot FILE` to unwind and name later, elsewhere too
+ * (docs/snapshot-format.md). Returns 0 or a negative errno and installs nothing: as above, and
+ * -EINVAL for an empty path or stack_bytes above 16 MiB, -ENAMETOOLONG for a path of 4096 bytes
+ * or more, -EBUSY when SIGRTMIN + 6 already has a handler (the C++ options choose another).
  *
  * Signal safety: NOT async-signal-safe. */
 int stackwalk_install_crash_handler_with_snapshot(int fd, const char* snapshot_path,

@@ -33,6 +33,11 @@ enum SnapshotSection : uint32_t {
   kSnapshotModule = 4,     // SnapshotModuleHeader, exec ranges, build-id, path (one per object)
   kSnapshotImage = 5,      // uint64_t the address of its first byte, then the bytes: an object's
                            // image as mapped, where no file holds it (the vDSO)
+  // Every other thread of the process: a kSnapshotThread section each, and after the one of a
+  // thread captured, its registers and its stack (keyed by its tid).
+  kSnapshotThread = 6,          // SnapshotThread
+  kSnapshotThreadRegisters = 7, // as kSnapshotRegisters (its tid names the thread)
+  kSnapshotThreadStack = 8,     // SnapshotThreadStackHeader, then the bytes from its SP
 };
 
 struct SnapshotSectionHeader {
@@ -72,6 +77,37 @@ struct SnapshotModuleHeader {
   uint32_t flags;          // kSnapshotModuleMain, kSnapshotModuleVdso
 };
 static_assert(sizeof(SnapshotModuleHeader) == 40);
+
+// Another thread than the crashing one: whether its registers and stack follow, and if not why.
+struct SnapshotThread {
+  int32_t tid;
+  uint32_t state;      // SnapshotThreadState
+  int32_t detail;      // kSnapshotThreadCaptured: the signal it crashed of while the crashing
+                       // thread reported (its registers are then those at its fault), else 0;
+                       // kSnapshotThreadNotSignaled: the errno of tgkill; kSnapshotThreadNoAnswer:
+                       // the wait in ms; else 0
+  char proc_state;     // its State letter in /proc/self/task/TID/status when not captured
+                       // (S, D, R, T...), or 0
+  char reserved[3];    // 0
+  char name[16];       // /proc/self/task/TID/comm, NUL-padded
+};
+static_assert(sizeof(SnapshotThread) == 32);
+
+enum SnapshotThreadState : uint32_t {
+  kSnapshotThreadCaptured = 0,     // its registers and stack sections follow
+  kSnapshotThreadNoAnswer = 1,     // did not answer the capture signal within the wait
+  kSnapshotThreadBlocked = 2,      // blocks the capture signal
+  kSnapshotThreadNotSignaled = 3,  // the capture signal could not be sent (tgkill failed)
+  kSnapshotThreadOverLimit = 4,    // beyond the threads a snapshot captures (kMaxSnapshotThreads)
+  kSnapshotThreadLate = 5,         // started after the capture began
+};
+
+struct SnapshotThreadStackHeader {
+  int32_t tid;
+  uint32_t reserved;   // 0
+  uint64_t address;    // of its first byte: the thread's interrupted SP
+};
+static_assert(sizeof(SnapshotThreadStackHeader) == 16);
 
 inline constexpr uint32_t kSnapshotModuleMain = 1;
 inline constexpr uint32_t kSnapshotModuleVdso = 2;

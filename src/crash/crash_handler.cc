@@ -15,6 +15,7 @@
 #include "core/module_map.h"
 #include "crash/report_writer.h"
 #include "crash/snapshot_writer.h"
+#include "crash/thread_capture.h"
 #include "format/frame_layout.h"
 #include "stackwalk/stackwalk.h"
 #include "symbolize/safe_symbolizer.h"
@@ -35,6 +36,10 @@ struct State {
   bool installed = false;
   size_t snapshot_stack_bytes = kDefaultSnapshotStackBytes;
   char snapshot_path[kMaxSnapshotPath] = {};  // "" when no snapshot is asked for
+  int thread_signal = 0;  // the other threads' capture signal; 0: the crashing thread alone
+  size_t thread_stack_bytes = 0;
+  size_t threads_total_stack_bytes = 0;
+  int thread_wait_ms = 0;
   struct sigaction previous[65];
 };
 State g_state;
@@ -155,8 +160,18 @@ void WriteSnapshot(ReportWriter& w, int sig, siginfo_t* info, void* ucontext) {
         .Dec(errno).Text("\n").Flush();
     return;
   }
+  // The other threads are held in their handlers while the snapshot is written, then let go.
+  internal::ThreadCaptureResult capture;
+  internal::SnapshotOtherThreads others;
+  if (g_state.thread_signal > 0) {
+    capture = internal::CaptureOtherThreads(g_state.thread_wait_ms);
+    others.capture = &capture;
+    others.stack_bytes = g_state.thread_stack_bytes;
+    others.total_stack_bytes = g_state.threads_total_stack_bytes;
+  }
   internal::SnapshotWritten s =
-      internal::WriteCrashSnapshot(fd, sig, info, ucontext, g_state.snapshot_stack_bytes);
+      internal::WriteCrashSnapshot(fd, sig, info, ucontext, g_state.snapshot_stack_bytes, others);
+  if (others.capture != nullptr) internal::ReleaseThreads();
   close(fd);
   if (s.error != 0) {
     w.Text("*** snapshot cut short: write ").Text(g_state.snapshot_path).Text(": errno ")
@@ -165,7 +180,13 @@ void WriteSnapshot(ReportWriter& w, int sig, siginfo_t* info, void* ucontext) {
   }
   w.Text("*** snapshot ").Text(g_state.snapshot_path).Text(": ").Dec(static_cast<long long>(s.bytes))
       .Text(" bytes, ").Dec(static_cast<long long>(s.stack_bytes)).Text(" of stack, ")
-      .Dec(s.modules).Text(" modules\n").Flush();
+      .Dec(s.modules).Text(" modules");
+  if (others.capture != nullptr) {
+    w.Text(", ").Dec(s.threads_captured).Text(" of ").Dec(s.threads_listed)
+        .Text(" other threads captured (").Dec(static_cast<long long>(s.thread_stack_bytes))
+        .Text(" bytes of their stacks)");
+  }
+  w.Text("\n").Flush();
 }
 
 void WriteReport(int sig, siginfo_t* info, void* ucontext) {
@@ -238,9 +259,12 @@ void OnFatalSignal(int sig, siginfo_t* info, void* ucontext) {
   } else if (g_reporting_tid.compare_exchange_strong(expected, self)) {
     WriteReport(sig, info, ucontext);
   } else {
-    // Another thread is reporting and will end the process; give it up to 5 seconds.
+    // Another thread is reporting and will end the process; give it up to 5 seconds. Its
+    // snapshot takes this thread's registers at its own fault, not in this wait.
+    const int noted = internal::NoteCrashedThread(static_cast<int>(self), sig, ucontext);
     timespec pause{0, 10 * 1000 * 1000};
     for (int i = 0; i < 500 && g_reporting_tid.load() != 0; ++i) nanosleep(&pause, nullptr);
+    internal::ForgetCrashedThread(noted);
   }
   Chain(sig, info, ucontext);
   errno = saved_errno;
@@ -277,7 +301,14 @@ int CheckOptions(const CrashHandlerOptions& options) {
     if (flags < 0) return -errno;  // EBADF: not open
     if ((flags & O_ACCMODE) == O_RDONLY) return -EBADF;
   }
-  if (options.snapshot_stack_bytes > kMaxSnapshotStackBytes) return -EINVAL;
+  if (options.snapshot_stack_bytes > kMaxSnapshotStackBytes ||
+      options.snapshot_thread_stack_bytes > kMaxSnapshotStackBytes ||
+      options.snapshot_threads_total_stack_bytes > kMaxSnapshotThreadsStackBytes ||
+      options.snapshot_thread_wait_ms < 1 || options.snapshot_thread_wait_ms > kMaxSnapshotThreadWaitMs ||
+      (options.snapshot_thread_signal > 0 &&
+       (options.snapshot_thread_signal < SIGRTMIN || options.snapshot_thread_signal > SIGRTMAX))) {
+    return -EINVAL;
+  }
   if (options.snapshot_path != nullptr) {
     if (options.snapshot_path[0] == '\0') return -EINVAL;
     if (std::strlen(options.snapshot_path) >= kMaxSnapshotPath) return -ENAMETOOLONG;
@@ -285,10 +316,19 @@ int CheckOptions(const CrashHandlerOptions& options) {
   return 0;
 }
 
+// The signal that captures the other threads for a snapshot, or 0 for none.
+int ThreadSignal(const CrashHandlerOptions& options) {
+  if (options.snapshot_path == nullptr || options.snapshot_thread_signal < 0) return 0;
+  return options.snapshot_thread_signal == 0 ? SIGRTMIN + 6 : options.snapshot_thread_signal;
+}
+
 // The snapshot's options (CheckOptions bounded the path). A crash in another thread during a
 // reinstall may see a mix of the old path and the new: the report names the one it used.
 void SetSnapshotOptions(const CrashHandlerOptions& options) {
   g_state.snapshot_stack_bytes = options.snapshot_stack_bytes;
+  g_state.thread_stack_bytes = options.snapshot_thread_stack_bytes;
+  g_state.threads_total_stack_bytes = options.snapshot_threads_total_stack_bytes;
+  g_state.thread_wait_ms = options.snapshot_thread_wait_ms;
   if (options.snapshot_path != nullptr) {
     std::memcpy(g_state.snapshot_path, options.snapshot_path, std::strlen(options.snapshot_path) + 1);
   } else {
@@ -301,6 +341,12 @@ void SetSnapshotOptions(const CrashHandlerOptions& options) {
 int InstallCrashHandler(const CrashHandlerOptions& options) {
   int err = CheckOptions(options);
   if (err != 0) return err;
+  // A capture signal that is the program's refuses the install before anything changed.
+  const int thread_signal = ThreadSignal(options);
+  if (thread_signal != 0) {
+    err = internal::CheckThreadCaptureSignal(thread_signal);
+    if (err != 0) return err;
+  }
   int fd = options.fd;
   if (options.path != nullptr) {
     fd = open(options.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -355,6 +401,14 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
     g_state.method = method;
     SetSnapshotOptions(options);
   }
+  // Last, as nothing can fail any more (CheckThreadCaptureSignal found the signal free); a crash
+  // meanwhile captures no thread rather than send a signal whose handler is not in place.
+  g_state.thread_signal = 0;
+  if (thread_signal == 0) {
+    internal::UninstallThreadCaptureHandler();
+  } else if (internal::InstallThreadCaptureHandler(thread_signal) == 0) {
+    g_state.thread_signal = thread_signal;
+  }
   if (g_state.owned_fd >= 0 && g_state.owned_fd != fd) close(g_state.owned_fd);
   g_state.owned_fd = options.path != nullptr ? fd : -1;
   return 0;
@@ -363,6 +417,8 @@ int InstallCrashHandler(const CrashHandlerOptions& options) {
 void UninstallCrashHandler() {
   if (!g_state.installed) return;
   for (int sig : kSignals) sigaction(sig, &g_state.previous[sig], nullptr);
+  g_state.thread_signal = 0;
+  internal::UninstallThreadCaptureHandler();
   g_state.installed = false;
 }
 

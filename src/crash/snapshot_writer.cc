@@ -91,6 +91,95 @@ void WriteImage(SnapshotSink& out, const AddressRange& extent) {
   }
 }
 
+// `size` bytes from `sp` (ReadableStackBytes said they can be read), through the static chunk:
+// write(2) straight from the stack would work, but AddressSanitizer checks write's buffer and
+// other frames' redzones are poisoned.
+void WriteStackBytes(SnapshotSink& out, uint64_t sp, uint64_t size) {
+  for (uint64_t done = 0; done < size;) {
+    const uint64_t n = size - done < sizeof(g_chunk) ? size - done : sizeof(g_chunk);
+    CopyStackBytes(g_chunk, sp + done, n);
+    out.Bytes(g_chunk, n);
+    done += n;
+  }
+}
+
+void WriteRegisters(SnapshotSink& out, uint32_t type, int32_t tid, uint64_t valid_mask,
+                    const uint64_t (&values)[NativeArch::kNumRegs]) {
+  SnapshotRegistersHeader rh{};
+  rh.tid = tid;
+  rh.count = NativeArch::kNumRegs;
+  rh.valid_mask = valid_mask;
+  out.Section(type, sizeof(rh) + sizeof(values));
+  out.Bytes(&rh, sizeof(rh));
+  out.Bytes(values, sizeof(values));
+}
+
+void WriteThreadSection(SnapshotSink& out, int tid, SnapshotThreadState state, int32_t detail,
+                        char proc_state) {
+  SnapshotThread t{};
+  t.tid = tid;
+  t.state = state;
+  t.detail = detail;
+  t.proc_state = proc_state;
+  ReadThreadName(tid, t.name);
+  out.Section(kSnapshotThread, sizeof(t));
+  out.Bytes(&t, sizeof(t));
+}
+
+// A captured thread: its section, registers, and stack within what `budget` has left.
+uint64_t WriteCapturedThread(SnapshotSink& out, const CapturedThread& t, uint64_t per_thread,
+                             uint64_t* budget) {
+  WriteThreadSection(out, t.tid, kSnapshotThreadCaptured, t.crash_signal, 0);
+  WriteRegisters(out, kSnapshotThreadRegisters, t.tid, t.valid_mask, t.values);
+  const uint64_t sp = (t.valid_mask >> NativeArch::kSp) & 1 ? t.values[NativeArch::kSp] : 0;
+  const uint64_t limit = per_thread < *budget ? per_thread : *budget;
+  const uint64_t size = sp != 0 ? ReadableStackBytes(sp, limit) : 0;
+  *budget -= size;
+  SnapshotThreadStackHeader h{};
+  h.tid = t.tid;
+  h.address = sp;
+  out.Section(kSnapshotThreadStack, sizeof(h) + size);
+  out.Bytes(&h, sizeof(h));
+  WriteStackBytes(out, sp, size);
+  return size;
+}
+
+// The threads /proc/self/task lists now that the capture's listing did not hold.
+struct Unlisted {
+  SnapshotSink* out;
+  const ThreadCaptureResult* capture;
+  int written = 0;
+};
+
+void WriteUnlisted(int tid, void* context) {
+  Unlisted& u = *static_cast<Unlisted*>(context);
+  for (int i = 0; i < u.capture->count; ++i) {
+    if (u.capture->threads[i].tid == tid) return;
+  }
+  WriteThreadSection(*u.out, tid, u.capture->listing_full ? kSnapshotThreadOverLimit
+                                                          : kSnapshotThreadLate, 0, 0);
+  ++u.written;
+}
+
+void WriteOtherThreads(SnapshotSink& out, const SnapshotOtherThreads& others,
+                       SnapshotWritten* result) {
+  const ThreadCaptureResult& capture = *others.capture;
+  uint64_t budget = others.total_stack_bytes;
+  for (int i = 0; i < capture.count; ++i) {
+    const CapturedThread& t = capture.threads[i];
+    if (t.state == kSnapshotThreadCaptured) {
+      result->thread_stack_bytes += WriteCapturedThread(out, t, others.stack_bytes, &budget);
+      ++result->threads_captured;
+    } else {
+      WriteThreadSection(out, t.tid, t.state, t.detail, t.proc_state);
+    }
+    ++result->threads_listed;
+  }
+  Unlisted unlisted{&out, &capture};
+  ForEachOtherThread(WriteUnlisted, &unlisted);
+  result->threads_listed += unlisted.written;
+}
+
 void WriteModule(SnapshotSink& out, const Module& m) {
   const char* path = m.path;
   if (m.is_main_executable && path[0] == '\0') {
@@ -123,7 +212,7 @@ void WriteModule(SnapshotSink& out, const Module& m) {
 }  // namespace
 
 SnapshotWritten WriteCrashSnapshot(int fd, int sig, const siginfo_t* info, void* ucontext,
-                                   size_t stack_bytes) {
+                                   size_t stack_bytes, const SnapshotOtherThreads& others) {
   SnapshotWritten result;
   SnapshotSink out(fd);
   SnapshotFileHeader header{};
@@ -147,15 +236,9 @@ SnapshotWritten WriteCrashSnapshot(int fd, int sig, const siginfo_t* info, void*
 
   NativeRegs regs;
   RegsFromUcontext(static_cast<const ucontext_t*>(ucontext), &regs);
-  SnapshotRegistersHeader rh{};
-  rh.tid = process.tid;
-  rh.count = NativeArch::kNumRegs;
-  rh.valid_mask = regs.valid_mask();
   uint64_t values[NativeArch::kNumRegs];
   for (int i = 0; i < NativeArch::kNumRegs; ++i) values[i] = regs.Has(i) ? regs.Get(i) : 0;
-  out.Section(kSnapshotRegisters, sizeof(rh) + sizeof(values));
-  out.Bytes(&rh, sizeof(rh));
-  out.Bytes(values, sizeof(values));
+  WriteRegisters(out, kSnapshotRegisters, process.tid, regs.valid_mask(), values);
 
   // The objects before the stack: a snapshot cut short keeps them and loses stack bytes.
   {
@@ -166,19 +249,14 @@ SnapshotWritten WriteCrashSnapshot(int fd, int sig, const siginfo_t* info, void*
       ++result.modules;
     }
   }
-  // The stack from SP, through a static chunk: write(2) straight from the stack would work,
-  // but AddressSanitizer checks write's buffer and other frames' redzones are poisoned.
   const uint64_t sp = regs.Has(NativeArch::kSp) ? regs.sp() : 0;
   const uint64_t size = sp != 0 ? ReadableStackBytes(sp, stack_bytes) : 0;
   out.Section(kSnapshotStack, 8 + size);
   out.Bytes(&sp, 8);
-  for (uint64_t done = 0; done < size;) {
-    const uint64_t n = size - done < sizeof(g_chunk) ? size - done : sizeof(g_chunk);
-    CopyStackBytes(g_chunk, sp + done, n);
-    out.Bytes(g_chunk, n);
-    done += n;
-  }
+  WriteStackBytes(out, sp, size);
   result.stack_bytes = size;
+  // The other threads after the crashing one's stack: a snapshot cut short keeps the crash.
+  if (others.capture != nullptr) WriteOtherThreads(out, others, &result);
 
   out.Section(kSnapshotEnd, 0);
   result.error = out.error();

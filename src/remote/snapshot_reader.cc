@@ -1,6 +1,7 @@
 #include "remote/snapshot_reader.h"
 
 #include <elf.h>
+#include <errno.h>
 
 #include <cstring>
 
@@ -53,8 +54,37 @@ const char* SectionName(uint32_t type) {
     case kSnapshotStack: return "stack";
     case kSnapshotModule: return "module";
     case kSnapshotImage: return "image";
+    case kSnapshotThread: return "thread";
+    case kSnapshotThreadRegisters: return "thread registers";
+    case kSnapshotThreadStack: return "thread stack";
     default: return "unknown";
   }
+}
+
+// A registers payload (kSnapshotRegisters, kSnapshotThreadRegisters); "" or why it is malformed.
+std::string ReadRegisters(Cursor c, int32_t* tid, std::vector<uint64_t>* values, uint64_t* mask) {
+  SnapshotRegistersHeader h;
+  if (!c.Take(&h, sizeof(h))) return "shorter than its header";
+  if (h.count > kSnapshotMaxRegisters) return absl::StrCat(h.count, " registers (at most 64)");
+  if (c.left() != uint64_t{h.count} * 8) return "its size and register count disagree";
+  values->resize(h.count);
+  c.Take(values->data(), uint64_t{h.count} * 8);
+  *mask = h.count == 64 ? h.valid_mask : h.valid_mask & ((uint64_t{1} << h.count) - 1);
+  *tid = h.tid;
+  return "";
+}
+
+// The thread section a thread's registers or stack section belongs to: the one just before,
+// captured, of the same tid, without that section yet; nullptr with `why`.
+SnapshotOtherThread* OwnerOf(Snapshot* out, int32_t tid, bool stack, std::string* why) {
+  SnapshotOtherThread* t = out->threads.empty() ? nullptr : &out->threads.back();
+  if (t == nullptr || t->tid != tid || t->state != kSnapshotThreadCaptured ||
+      (stack ? t->has_stack || !t->has_registers : t->has_registers)) {
+    *why = absl::StrCat("thread ", tid, "'s ", stack ? "stack" : "registers",
+                        " not after its captured thread section", stack ? " and registers" : "");
+    return nullptr;
+  }
+  return t;
 }
 
 // Parses one section's payload into `out`; "" or why it is malformed.
@@ -73,14 +103,48 @@ std::string ReadSection(uint32_t type, Cursor c, Snapshot* out) {
       return "";
     }
     case kSnapshotRegisters: {
-      SnapshotRegistersHeader h;
+      int32_t tid;
+      std::string why = ReadRegisters(c, &tid, &out->registers, &out->register_mask);
+      out->has_registers = why.empty();
+      return why;
+    }
+    case kSnapshotThread: {
+      SnapshotThread t;
+      if (c.left() != sizeof(t) || !c.Take(&t, sizeof(t))) return "wrong size";
+      SnapshotOtherThread thread;
+      thread.tid = t.tid;
+      thread.state = t.state;
+      thread.detail = t.detail;
+      thread.proc_state = t.proc_state >= 'A' && t.proc_state <= 'Z' ? t.proc_state : 0;
+      thread.name.assign(t.name, strnlen(t.name, sizeof(t.name)));
+      out->threads.push_back(std::move(thread));
+      return "";
+    }
+    case kSnapshotThreadRegisters: {
+      int32_t tid;
+      std::vector<uint64_t> values;
+      uint64_t mask;
+      std::string why = ReadRegisters(c, &tid, &values, &mask);
+      if (!why.empty()) return why;
+      SnapshotOtherThread* t = OwnerOf(out, tid, false, &why);
+      if (t == nullptr) return why;
+      t->registers = std::move(values);
+      t->register_mask = mask;
+      t->has_registers = true;
+      return "";
+    }
+    case kSnapshotThreadStack: {
+      SnapshotThreadStackHeader h;
       if (!c.Take(&h, sizeof(h))) return "shorter than its header";
-      if (h.count > kSnapshotMaxRegisters) return absl::StrCat(h.count, " registers (at most 64)");
-      if (c.left() != uint64_t{h.count} * 8) return "its size and register count disagree";
-      out->registers.resize(h.count);
-      c.Take(out->registers.data(), uint64_t{h.count} * 8);
-      out->register_mask = h.count == 64 ? h.valid_mask : h.valid_mask & ((uint64_t{1} << h.count) - 1);
-      out->has_registers = true;
+      const size_t n = c.left();
+      if (h.address + n < h.address) return "its bytes wrap around the address space";
+      std::string why;
+      SnapshotOtherThread* t = OwnerOf(out, h.tid, true, &why);
+      if (t == nullptr) return why;
+      const unsigned char* at = c.Skip(n);
+      t->stack_address = h.address;
+      t->stack.assign(at, at + n);
+      t->has_stack = true;
       return "";
     }
     case kSnapshotStack: {
@@ -142,6 +206,28 @@ std::string ReadSection(uint32_t type, Cursor c, Snapshot* out) {
 
 }  // namespace
 
+std::string NotCapturedReason(const SnapshotOtherThread& thread) {
+  const std::string state =
+      thread.proc_state != 0 ? absl::StrCat(" (state ", std::string(1, thread.proc_state), ")") : "";
+  switch (thread.state) {
+    case kSnapshotThreadCaptured:
+      return "";
+    case kSnapshotThreadNoAnswer:
+      return absl::StrCat("no answer to the capture signal within ", thread.detail, " ms", state);
+    case kSnapshotThreadBlocked:
+      return absl::StrCat("blocks the capture signal", state);
+    case kSnapshotThreadNotSignaled:
+      return absl::StrCat("the capture signal could not be sent (errno ", thread.detail,
+                          thread.detail == ESRCH ? ": it exited" : "", ")");
+    case kSnapshotThreadOverLimit:
+      return "beyond the threads a snapshot captures";
+    case kSnapshotThreadLate:
+      return "started after the capture began";
+    default:
+      return absl::StrCat("not captured (state ", thread.state, ", unknown to this reader)");
+  }
+}
+
 std::string MachineName(uint32_t machine) {
   switch (machine) {
     case EM_X86_64: return "x86_64";
@@ -198,7 +284,7 @@ Snapshot ReadSnapshot(const unsigned char* bytes, size_t size) {
     }
     if (h.size > file.left()) {
       // The stack's bytes that did arrive are still the stack (the innermost frames).
-      if (h.type == kSnapshotStack) {
+      if (h.type == kSnapshotStack || h.type == kSnapshotThreadStack) {
         const size_t got = file.left();
         ReadSection(h.type, Cursor(file.Skip(got), got), &out);
       }

@@ -25,7 +25,28 @@ struct SnapshotModule {
   std::vector<unsigned char> image;  // its bytes as mapped, where the snapshot has them (vDSO)
 };
 
-struct Snapshot {
+// A thread's registers and stack as a snapshot holds them: the crashing thread's, or another's.
+struct SnapshotThreadContext {
+  bool has_registers = false;
+  std::vector<uint64_t> registers;  // DWARF numbering
+  uint64_t register_mask = 0;
+  bool has_stack = false;
+  uint64_t stack_address = 0;
+  std::vector<unsigned char> stack;
+};
+
+// Another thread than the crashing one (kSnapshotThread), with its registers and stack when it
+// was captured.
+struct SnapshotOtherThread : SnapshotThreadContext {
+  int32_t tid = 0;
+  uint32_t state = 0;  // SnapshotThreadState
+  int32_t detail = 0;
+  char proc_state = 0;
+  std::string name;
+};
+
+// The crashing thread's registers and stack are the SnapshotThreadContext part.
+struct Snapshot : SnapshotThreadContext {
   uint32_t version = 0;
   uint32_t machine = 0;      // ELF e_machine
   uint32_t word_size = 0;
@@ -33,13 +54,8 @@ struct Snapshot {
   int32_t pid = 0, tid = 0, signal = 0, code = 0;
   uint64_t fault_address = 0;
   std::string thread_name;
-  bool has_registers = false;
-  std::vector<uint64_t> registers;  // DWARF numbering
-  uint64_t register_mask = 0;
-  bool has_stack = false;
-  uint64_t stack_address = 0;
-  std::vector<unsigned char> stack;
   std::vector<SnapshotModule> modules;
+  std::vector<SnapshotOtherThread> threads;  // in the order written
   bool complete = false;   // the end section was reached
   std::string error;       // why it stopped before the end section ("" when complete)
 };
@@ -49,6 +65,9 @@ Snapshot ReadSnapshot(const unsigned char* bytes, size_t size);
 
 // "x86_64", "aarch64", "arm" or "machine N".
 std::string MachineName(uint32_t machine);
+
+// Why a thread was not captured, as a phrase ("blocks the capture signal"); "" if it was.
+std::string NotCapturedReason(const SnapshotOtherThread& thread);
 
 }  // namespace stackwalk::internal
 

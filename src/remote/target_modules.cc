@@ -161,8 +161,8 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
   const unsigned char* program_headers =
       eh.e_phentsize == sizeof(Phdr) ? file.Read(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Phdr))
                                      : nullptr;
-  if (program_headers == nullptr) {
-    module->error = "program headers outside the file";
+  if (program_headers == nullptr || eh.e_phnum == 0) {
+    module->error = eh.e_phnum == 0 ? "no program headers" : "program headers outside the file";
     return;
   }
   std::vector<Phdr> phdrs(eh.e_phnum);
