@@ -210,6 +210,23 @@ TEST(Snapshots, DiffOfTwoSnapshotsGivesTheFixturesGrowth) {
   EXPECT_EQ(text.out.find("#0 grow_site", at), text.out.find("#0 ", at)) << text.out;
 }
 
+TEST(Snapshots, DiffTextListsOnlyTheStacksThatChanged) {
+  ASSERT_EQ(ApiRun().status, 0) << ApiRun().err;
+  // The stable site holds as much at every step: counted as unchanged, not listed.
+  const Report text = StackwalkReport("--diff --from-dump 2 --to-dump 5 " + ApiRun().dump + " " +
+                                      ApiRun().dump);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_EQ(text.out.find("#0 stable_site"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stack(s) unchanged, not listed"), std::string::npos) << text.out;
+  // A dump against itself: nothing changed, and the text says so instead of listing zeros.
+  const Report same = StackwalkReport("--diff --from-dump 3 --to-dump 3 " + ApiRun().dump + " " +
+                                      ApiRun().dump);
+  ASSERT_EQ(same.status, 0) << same.err;
+  EXPECT_NE(same.out.find("no stack changed its live bytes or blocks"), std::string::npos)
+      << same.out;
+  EXPECT_EQ(same.out.find("\n#1 "), std::string::npos) << same.out;
+}
+
 TEST(Snapshots, DiffFoldedSumsToTheGrowth) {
   const std::string args = "--diff --from-dump 2 --to-dump 5 " + ApiRun().dump + " " + ApiRun().dump;
   const Report folded = StackwalkReport(args + " --format folded");

@@ -149,9 +149,17 @@ std::string RenderDiffText(const DumpDiff& diff, size_t top) {
          Signed(diff.growth_bytes) + " byte(s) in " + Signed(diff.growth_blocks) +
          " block(s) over " + std::to_string(diff.stacks.size()) + " stack(s); " +
          std::to_string(diff.allocations_between) + " allocation(s) made between\n";
-  const size_t shown = Shown(diff.stacks.size(), top);
+  // Only the stacks that changed: a stack that held as much at B as at A is no suspect, and
+  // listing it would put zero lines above the shrinking ones.
+  std::vector<const DiffStack*> changed;
+  for (const DiffStack& s : diff.stacks) {
+    if (s.growth_bytes != 0 || s.growth_blocks != 0) changed.push_back(&s);
+  }
+  const size_t unchanged = diff.stacks.size() - changed.size();
+  if (changed.empty()) out += "\nno stack changed its live bytes or blocks\n";
+  const size_t shown = Shown(changed.size(), top);
   for (size_t i = 0; i < shown; ++i) {
-    const DiffStack& s = diff.stacks[i];
+    const DiffStack& s = *changed[i];
     out += "\n#" + std::to_string(i + 1) + " " + Signed(s.growth_bytes) + " byte(s) " +
            Signed(s.growth_blocks) + " block(s)  (live " + std::to_string(s.from_bytes) + " -> " +
            std::to_string(s.to_bytes) + " bytes, " + std::to_string(s.from_blocks) + " -> " +
@@ -161,8 +169,11 @@ std::string RenderDiffText(const DumpDiff& diff, size_t top) {
       out += "    #" + std::to_string(f) + " " + s.frames[f] + "\n";
     }
   }
-  if (shown < diff.stacks.size()) {
-    out += "\n... " + std::to_string(diff.stacks.size() - shown) + " more stack(s) (--top)\n";
+  if (shown < changed.size()) {
+    out += "\n... " + std::to_string(changed.size() - shown) + " more stack(s) changed (--top)\n";
+  }
+  if (unchanged != 0) {
+    out += "\n" + std::to_string(unchanged) + " stack(s) unchanged, not listed (--format json lists them)\n";
   }
   return out;
 }
