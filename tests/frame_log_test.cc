@@ -184,6 +184,54 @@ TEST_P(FrameLog, AChangedMiddleFrameIsSplicedAndTheFramesAroundItReplay) {
   EXPECT_GE(replayed + 5, static_cast<uint64_t>(cached[n - 1].n));
 }
 
+TEST_P(FrameLog, ARepeatedCaptureReplaysFromItsFirstFrame) {
+  // The same capture site at the same depth: the capture's own frame (its pc exact) matches the
+  // logged one, so every frame after it is replayed and none is stepped. Before, an exact frame
+  // never matched and each capture stepped its first frame.
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_a};
+  Trace cached[4], reference[4];
+  uint64_t replayed = 0;
+  uint64_t matched[4] = {};
+  RunBoth(seq, 4, cached, reference, &replayed, matched);
+  ExpectSame(cached, reference, 4);
+  // The entry's own frame is dropped (pcs[0] is log_leaf): all n frames come from the log.
+  EXPECT_EQ(replayed, static_cast<uint64_t>(cached[3].n));
+  EXPECT_EQ(matched[3], 1u);
+}
+
+extern "C" {
+// Two capture sites with one layout, called from one call site: the capture's frame has the
+// same (pc, sp) under both, and only its return-address slot tells them apart.
+__attribute__((noinline)) void log_leaf_a(Trace* t) {
+  volatile char pad[16] = {};
+  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void log_leaf_b(Trace* t) {
+  volatile char pad[16] = {};
+  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+}
+
+TEST_P(FrameLog, AFirstFrameWhoseOwnSlotChangedStaysExact) {
+  // Alternating capture sites: each capture matches at its first frame, finds that frame's own
+  // return-address slot changed, and steps from it with its pc still exact; the frame it logs
+  // in place of the stale one is exact too, so the next capture matches it again (a frame
+  // logged as inexact would never match an exact one: one match a capture instead of two).
+  void (*const seq[])(Trace*) = {log_leaf_a, log_leaf_a, log_leaf_b, log_leaf_a, log_leaf_b,
+                                 log_leaf_a, log_leaf_b};
+  constexpr int n = 7;
+  Trace cached[n], reference[n];
+  uint64_t replayed = 0;
+  uint64_t matched[n] = {};
+  RunBoth(seq, n, cached, reference, &replayed, matched);
+  ExpectSame(cached, reference, n, 2);
+  EXPECT_NE(cached[2].pcs[0], cached[1].pcs[0]) << "the two capture sites must differ";
+  // The first frame, then Invoke's frame (the same call site through a pointer) and the rest.
+  for (int i = 4; i < n; ++i) EXPECT_EQ(matched[i], 2u) << i;
+}
+
 // Skip and truncation through a replay (shared by both methods; the CFI walk reaches deep
 // enough here for the skipped frames to lie in the logged part).
 TEST(FrameLogCfi, SkipAndMaxWithALoggedStack) {

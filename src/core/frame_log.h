@@ -40,7 +40,7 @@ class FrameLog {
 
   enum : uint32_t {
     kHasFp = 1,
-    kExact = 2,       // the frame's pc is exact (first frame): never a match point
+    kExact = 2,       // the frame's pc is exact (a walk's first): matches only an exact pc
     kEndOfStack = 4,  // the step from this frame found the end of the stack
     kCfaFromFp = 8,   // the step from this frame computed the CFA from fp
     kRestoresFp = 16, // the step from this frame read the caller's fp from a slot
@@ -71,13 +71,16 @@ class FrameLog {
 
   // ---- matching ----
   // The index of a logged frame equal to (pc, sp, fp), or -1. Frames are visited in order of
-  // increasing sp, so a walk's successive calls cost O(1) each.
-  int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp) {
+  // increasing sp, so a walk's successive calls cost O(1) each. `exact`: pc is the walk's first
+  // frame's own (a capture's, or an interrupted one), whose rule is looked up at pc and not at
+  // pc - 1, so it matches only a logged frame that was exact too: the same capture site at the
+  // same depth, which the next allocation's walk then replays from its first frame on.
+  int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
     if (first_ == kCapacity || generation_ == 0 || walk_generation_ != generation_) return -1;
     while (cursor_ < kCapacity && log_[cursor_].sp < sp) ++cursor_;
     if (cursor_ == kCapacity) return -1;
     const Frame& f = log_[cursor_];
-    if (f.sp != sp || f.pc != pc || (f.flags & kExact) != 0) return -1;
+    if (f.sp != sp || f.pc != pc || ((f.flags & kExact) != 0) != exact) return -1;
     // Code without frame pointers uses fp as a general register, so its value only has to
     // agree where some later logged step reads it before restoring it.
     if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {

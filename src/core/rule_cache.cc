@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <cstring>
 
 #include "core/arena.h"
 
@@ -11,7 +10,7 @@ namespace stackwalk::internal {
 namespace {
 
 static_assert((RuleCache::kEntries & (RuleCache::kEntries - 1)) == 0, "power of two");
-static_assert(RuleCache::kEntries == 1024, "Slot() keeps the top 10 bits");
+static_assert(RuleCache::kEntries == 4096, "Slot() keeps the top 12 bits");
 
 struct Pool {
   std::atomic<bool> in_use[RuleCache::kMaxTables];
@@ -80,7 +79,7 @@ RuleCache* RuleCache::AcquireSlow() {
 }
 
 void RuleCache::Clear() {
-  std::memset(static_cast<void*>(entries_), 0, sizeof(entries_));
+  ++clears_;  // every entry's tag is now stale; the table's pages stay untouched
   log_.Invalidate();
 }
 

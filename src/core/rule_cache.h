@@ -4,10 +4,14 @@
 // a signal handler that unwinds while its thread is inside the cache bypasses it instead of
 // reading a half-written entry.
 //
-// Memory: 64 KiB per thread that unwinds with tables, or with frame pointers on x86_64/aarch64
-// (kEntries * 32 bytes of rules and a 32 KiB FrameLog, checked below), from a fixed pool of
-// kMaxTables tables (16 MiB at most) taken from the mmap arena on first use and given back when
-// the thread exits; a thread that finds the pool empty unwinds uncached.
+// Memory: at most 160 KiB per thread that unwinds with tables, or with frame pointers on
+// x86_64/aarch64 (kEntries * 32 bytes of rules and a 32 KiB FrameLog, checked below), from a fixed
+// pool of kMaxTables tables (40 MiB at most) taken from the mmap arena on first use and given
+// back when the thread exits; a thread that finds the pool empty unwinds uncached. The arena's
+// pages are zero until written and Clear() writes none, so a thread holds the pages its rules
+// and log touched. 4,096 entries: a compiler's allocation stacks (clang) cross more return
+// addresses than 1,024 hold; with 1,024 a capture missed 0.8 times on average (a CFI parse,
+// ~3,000 instructions), with 4,096 0.27 times (docs/benchmarks.md).
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
@@ -20,7 +24,7 @@ namespace stackwalk::internal {
 
 class RuleCache {
  public:
-  static constexpr int kEntries = 1024;
+  static constexpr int kEntries = 4096;
   static constexpr int kMaxTables = 256;
 
   // The calling thread's cache, claimed on first use; nullptr when the pool is empty or the
@@ -36,30 +40,40 @@ class RuleCache {
   // Two-way: a PC may sit in its slot or the slot's neighbour, so that two hot PCs that hash
   // alike do not evict each other on every walk.
   const CompactRule* Find(uint64_t pc, uint64_t generation) const {
+    return FindTagged(pc, Tag(generation));
+  }
+  // Find() with Tag(generation) computed once per walk (the cached loop's lookups).
+  const CompactRule* FindTagged(uint64_t pc, uint64_t tag) const {
     const uint32_t slot = Slot(pc);
     const Entry& a = entries_[slot];
-    if (a.pc == pc && a.generation == generation) return &a.rule;
+    if (a.pc == pc && a.tag == tag) return &a.rule;
     const Entry& b = entries_[slot ^ 1];
-    return b.pc == pc && b.generation == generation ? &b.rule : nullptr;
+    return b.pc == pc && b.tag == tag ? &b.rule : nullptr;
   }
   void Insert(uint64_t pc, uint64_t generation, const CompactRule& rule) {
+    const uint64_t tag = Tag(generation);
     const uint32_t slot = Slot(pc);
     Entry* e = &entries_[slot];
-    if (e->pc != pc && e->generation == generation && e->pc != 0) {
+    if (e->pc != pc && e->tag == tag && e->pc != 0) {
       Entry* other = &entries_[slot ^ 1];
       // Take the neighbour if it is free, stale or ours; else evict the home slot.
-      if (other->pc == 0 || other->pc == pc || other->generation != generation) e = other;
+      if (other->pc == 0 || other->pc == pc || other->tag != tag) e = other;
     }
     e->pc = pc;
-    e->generation = generation;
+    e->tag = tag;
     e->rule = rule;
   }
+
+  // An entry's validity: the module map generation and the table's clear count. After 2^16
+  // clears an old entry of the same generation could count again, which is harmless: a rule is
+  // right for its generation in any thread (clearing serves cold measurements and tests).
+  uint64_t Tag(uint64_t generation) const { return (generation << 16 | clears_) + 1; }
 
   // Empties the calling thread's cache (benchmarks measure cold captures with it).
   // Signal safety: async-signal-safe.
   static void ClearForThisThread();
 
-  // Forgets every rule and the log.
+  // Forgets every rule (by moving to the next clear count, not by writing the table) and the log.
   void Clear();
 
   // The thread's log of its last complete walk.
@@ -71,12 +85,14 @@ class RuleCache {
  private:
   struct Entry {
     uint64_t pc;
-    uint64_t generation;
+    uint64_t tag;  // Tag() of the generation it was compiled for; 0: never written
     CompactRule rule;
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
-  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) <= (64 + 1) * 1024,
+  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) <= (160 + 1) * 1024,
                 "the per-thread bound documented above");
+
+
 
   static constexpr int kNotYet = -2;  // ClaimSlot(): before this library's constructors ran
   static RuleCache* AcquireSlow();
@@ -92,11 +108,12 @@ class RuleCache {
 
   static uint32_t Slot(uint64_t pc) {
     // Fibonacci hashing spreads the return addresses of neighbouring call sites.
-    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 54) & (kEntries - 1);
+    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 52) & (kEntries - 1);
   }
 
   Entry entries_[kEntries];
-  FrameLog log_;
+  FrameLog log_;  // at a multiple of 64 bytes from the table's start: a logged frame a line
+  uint16_t clears_ = 0;
 };
 
 }  // namespace stackwalk::internal

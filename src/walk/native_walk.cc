@@ -6,6 +6,7 @@
 #include <atomic>
 #include <new>
 
+#include "core/dl_find_object.h"
 #include "core/proc_maps.h"
 #include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
@@ -52,8 +53,16 @@ bool StepEnv::IsCodeSlow(uint64_t pc) const {
     }
     return false;
   }
-  // Loaded since the snapshot: glibc knows, without a lock.
-  if (CodeMap(snapshot).IsCode(pc)) return true;
+  // Loaded since the snapshot: glibc knows the object, without a lock, and CodeMap counts all of
+  // it as code (glibc knows objects, not segments). Remembered like a segment: a preloaded leak
+  // checker does not see dlopen, so a library loaded since the last rebuild (python's extension
+  // modules) would otherwise be searched for, twice, at every walk through it.
+  GlibcObject found;
+  if (snapshot != nullptr && FindObjectByGlibc(pc, &found)) {
+    RememberCode(found.map_start, found.map_end, generation);
+    return true;
+  }
+  if (snapshot == nullptr && CodeMap(snapshot).IsCode(pc)) return true;
   // Executable memory outside every loaded object (JIT code; qemu-user's signal trampoline):
   // one /proc/self/maps read, remembered. Values no user mapping can hold are refused first.
   if (pc < 4096 || pc >= (uint64_t{1} << 48)) return false;

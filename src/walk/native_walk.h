@@ -17,8 +17,9 @@
 
 namespace stackwalk::internal {
 
-// The executable segments the calling thread's last IsCode() lookups found, each tagged with the
-// module map generation it came from plus one (0: empty). A walk from an allocation hook crosses
+// The code ranges the calling thread's last IsCode() lookups found (a module's executable
+// segment; for a library loaded since the snapshot, the whole object glibc found), each tagged
+// with the module map generation it came from plus one (0: empty). A walk from an allocation hook crosses
 // the checker, the program and libc, so one remembered range missed twice a walk; four do not.
 // Trivial, so that StepEnv::IsCode reads it inline.
 struct LastCodeRange {
