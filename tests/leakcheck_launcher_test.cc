@@ -271,6 +271,31 @@ TEST(LauncherNames, AChildThatOutlivesTheProgramIsWaitedForAndReported) {
   EXPECT_NE(run.err.find("Reachable: 2345 byte(s) in 1 object(s)"), std::string::npos) << run.err;
 }
 
+// A wait for children that outlive the program is said once it lasts (a daemon left behind must
+// not look like a hung launcher), and the child's report still comes at its end.
+TEST(LauncherNames, ALongWaitForChildrenIsSaidAndTheirReportsStillCome) {
+  const std::string go = TempPath("go"), err = TempPath("stderr");
+  std::remove(go.c_str());
+  const pid_t launcher = Start(Launcher({LEAK_ENDINGS, "fork-outlive", go}), err);
+  // The child waits for GO, so the launcher waits for the child until it says so (bounded: a
+  // launcher that never says it fails the test instead of hanging it).
+  bool said = false;
+  for (int i = 0; i < 6000 && !said; ++i) {
+    said = Slurp(err).find("waiting for the checked processes it left running") != std::string::npos;
+    if (!said) usleep(10000);
+  }
+  std::ofstream(go).put('\n');
+  Outcome run;
+  waitpid(launcher, &run.raw, 0);
+  run.err = Slurp(err);
+  std::remove(go.c_str());
+  EXPECT_TRUE(said) << run.err;
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  EXPECT_NE(run.err.find("(--wait-children=0 does not wait)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Reachable: 2345 byte(s) in 1 object(s)"), std::string::npos) << run.err;
+}
+
 // --wait-children=0 (a program that leaves a daemon): the launcher ends with the program; the
 // child, held back until then, is not reported.
 TEST(LauncherNames, WithoutWaitingForChildrenTheLauncherEndsWithTheProgram) {

@@ -395,10 +395,23 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     // The program's descendants that outlive it, to the end of the last (SupervisorSettings::wait_children). A user's
     // signal now ends the launcher (the program it was for is gone).
     for (int signo : kForwarded) signal(signo, SIG_DFL);
+    // A wait of more than a second is said once, so that a program that left a daemon does not
+    // look like a hung launcher.
+    bool said_waiting = false;
     while (pipe_open || children.Waiting()) {
       fds = {{pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
       children.AddPollFds(&fds);
-      if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+      const int ready = poll(fds.data(), fds.size(), said_waiting ? -1 : 1000);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready == 0 && !said_waiting) {
+        said_waiting = true;
+        std::fprintf(stderr,
+                     "stackwalk-leakcheck: %s (pid %d) ended; waiting for the checked processes it "
+                     "left running, whose reports come at their ends (--wait-children=0 does not "
+                     "wait)\n",
+                     argv[0], static_cast<int>(child));
+        continue;
+      }
       if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
         const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
         if (n > 0) renderer.Add(buf, static_cast<size_t>(n));
