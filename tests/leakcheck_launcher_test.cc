@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -294,6 +295,28 @@ TEST(LauncherNames, ALongWaitForChildrenIsSaidAndTheirReportsStillCome) {
   EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
   EXPECT_NE(run.err.find("(--wait-children=0 does not wait)"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("Reachable: 2345 byte(s) in 1 object(s)"), std::string::npos) << run.err;
+}
+
+// A forked child that execs a program the checker does not check (no --follow-exec) is not
+// waited for: its end would report nothing. A shell's `sleep 30 &` outlives the launcher.
+TEST(LauncherNames, AChildThatExecsAnUncheckedProgramIsNotWaitedFor) {
+  const std::string pid_file = TempPath("sleep.pid");
+  std::remove(pid_file.c_str());
+  const Outcome run = RunToEnd(
+      Launcher({"/bin/sh", "-c", "sleep 30 </dev/null >/dev/null 2>&1 & echo $! >" + pid_file}));
+  ASSERT_TRUE(WIFEXITED(run.raw)) << run.err;
+  EXPECT_EQ(WEXITSTATUS(run.raw), 0) << run.err;
+  const pid_t sleeper = static_cast<pid_t>(std::atoi(Slurp(pid_file).c_str()));
+  ASSERT_GT(sleeper, 0);
+  // The launcher has ended while the sleep still runs (waiting for it, it would end after it).
+  // (Ended, it may linger as a zombie of whatever reaps orphans here: its state says.)
+  const std::string stat = Slurp("/proc/" + std::to_string(sleeper) + "/stat");
+  const size_t name_end = stat.rfind(')');
+  ASSERT_NE(name_end, std::string::npos) << "the sleep is gone: the launcher waited for it\n"
+                                         << run.err;
+  EXPECT_NE(stat.substr(name_end, 4), ") Z ") << "the launcher waited for the exec'd child\n"
+                                              << run.err;
+  kill(sleeper, SIGKILL);
 }
 
 // --wait-children=0 (a program that leaves a daemon): the launcher ends with the program; the

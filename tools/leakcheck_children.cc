@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +148,23 @@ void ForkedChildren::Collect(const std::function<void(const Ended&)>& ended) {
     Ended end = {c.pid, c.region, false, 0};
     end.status_known = EndStatus(c, &end.status);
     ended(end);
+    close(c.region);
+    close(c.pidfd);
+    close(c.proc);
+    children_.erase(children_.begin() + static_cast<long>(i));
+  }
+}
+
+void ForkedChildren::ForgetExecuted() {
+  for (size_t i = 0; i < children_.size();) {
+    const Child c = children_[i];
+    uint64_t end = record::kNotEnded;
+    const off_t at = static_cast<off_t>(offsetof(record::Header, exit_reported));
+    if (pread(c.region, &end, sizeof(end), at) != static_cast<ssize_t>(sizeof(end)) ||
+        end != record::kExecuted) {
+      ++i;
+      continue;
+    }
     close(c.region);
     close(c.pidfd);
     close(c.proc);

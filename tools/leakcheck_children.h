@@ -43,6 +43,12 @@ class ForkedChildren {
   // Takes the children handed over since (never blocks), then calls `ended` for each child that
   // has ended (its pidfd readable) and forgets it.
   void Collect(const std::function<void(const Ended&)>& ended);
+  // Forgets the children whose record says they exec'd (record::kExecuted) and keeps no report
+  // of them: without --follow-exec the program a forked child execs is not checked, so its end
+  // would report nothing and waiting for it would wait for nothing (a shell's `sleep 60 &`). An
+  // exec that fails after the launcher looked loses the child's record should it then be killed;
+  // its report at exit still comes through the dump pipe.
+  void ForgetExecuted();
   // Whether a child handed over has not been seen to end, or one may still hand one over (the
   // socket has a writer left).
   bool Waiting() const { return !children_.empty() || socket_[0] >= 0; }

@@ -395,22 +395,25 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     // The program's descendants that outlive it, to the end of the last (SupervisorSettings::wait_children). A user's
     // signal now ends the launcher (the program it was for is gone).
     for (int signo : kForwarded) signal(signo, SIG_DFL);
-    // A wait of more than a second is said once, so that a program that left a daemon does not
-    // look like a hung launcher.
+    // A wait of a second or two is said once, so that a program that left a daemon does not
+    // look like a hung launcher. The wakeups every 200 ms look for children that exec'd a program
+    // the checker does not check (ForgetExecuted), whose end nothing waits for.
     bool said_waiting = false;
+    timespec since;
+    clock_gettime(CLOCK_MONOTONIC, &since);
     while (pipe_open || children.Waiting()) {
       fds = {{pipe_open ? dump_pipe[0] : -1, POLLIN, 0}};
       children.AddPollFds(&fds);
-      const int ready = poll(fds.data(), fds.size(), said_waiting ? -1 : 1000);
-      if (ready < 0 && errno != EINTR) break;
-      if (ready == 0 && !said_waiting) {
+      if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) break;
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (!said_waiting && now.tv_sec - since.tv_sec >= 2) {
         said_waiting = true;
         std::fprintf(stderr,
                      "stackwalk-leakcheck: %s (pid %d) ended; waiting for the checked processes it "
                      "left running, whose reports come at their ends (--wait-children=0 does not "
                      "wait)\n",
                      argv[0], static_cast<int>(child));
-        continue;
       }
       if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
         const ssize_t n = read(dump_pipe[0], buf, sizeof(buf));
@@ -418,6 +421,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
         if (n == 0) pipe_open = false;
       }
       children.Collect(report_child);
+      if (!settings.options.follow_exec) children.ForgetExecuted();
     }
   }
   // What is in the pipe is rendered, and a dump begun (a forked child's, written whole under its
