@@ -49,10 +49,17 @@ class StepEnv {
   // CodeMap::IsCode(pc), answered first from the calling thread's last code ranges (executable
   // segments, for the current module map generation) without pinning the snapshot: most return
   // addresses of a walk fall in a few modules.
+  // The range that answered last in this walk is tried first: consecutive return addresses
+  // mostly lie in one module.
   bool IsCode(uint64_t pc) const {
     const uint64_t tag = Generation() + 1;
+    const LastCodeRange* hit = last_hit_;
+    if (hit != nullptr && hit->tag == tag && pc - hit->lo < hit->hi - hit->lo) return true;
     for (const LastCodeRange& last : t_last_code.range) {
-      if (last.tag == tag && pc - last.lo < last.hi - last.lo) return true;
+      if (last.tag == tag && pc - last.lo < last.hi - last.lo) {
+        last_hit_ = &last;
+        return true;
+      }
     }
     return IsCodeSlow(pc);
   }
@@ -76,6 +83,7 @@ class StepEnv {
     }
     return generation_;
   }
+  mutable const LastCodeRange* last_hit_ = nullptr;  // one of t_last_code's, this thread's
   mutable bool have_generation_ = false;
   mutable uint64_t generation_ = 0;
 
