@@ -18,23 +18,15 @@
 
 #include "leakcheck/dump/dump_decode.h"
 
+#include "file_and_shell.h"
+
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using stackwalk_test::Read;
+using stackwalk_test::Shell;
 
 void Write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// Runs `command` through the shell; its exit status (-1 if it did not exit).
-int Shell(const std::string& command) {
-  const int raw = std::system(command.c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
 }
 
 std::string Dir(const std::string& name) {

@@ -20,22 +20,15 @@
 #include "leakcheck/dump/dump_decode.h"
 #include "leakcheck/dump/dump_encode.h"
 
+#include "file_and_shell.h"
+
 namespace {
 
 using nlohmann::json;
 namespace dump = stackwalk::leakcheck::dump;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int Shell(const std::string& command) {
-  const int raw = std::system(command.c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-}
+using stackwalk_test::Read;
+using stackwalk_test::Shell;
 
 std::string Dir() {
   static const std::string dir = [] {

@@ -16,21 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "file_and_shell.h"
+
 namespace {
 
 using nlohmann::json;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int Shell(const std::string& command) {
-  const int raw = std::system(command.c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-}
+using stackwalk_test::Read;
+using stackwalk_test::Shell;
 
 // The fixture's dump, made once for the suite.
 const std::string& SitesDump() {
