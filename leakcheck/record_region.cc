@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/dl_find_object.h"
 #include "core/module_map.h"
 #include "leakcheck/dump/dump_format.h"
 #include "leakcheck/record_handover.h"
@@ -351,6 +352,18 @@ void WriteModules(bool wait) {
 
 void RecordModules() { WriteModules(/*wait=*/true); }
 
+namespace {
+// Code in no loaded object (a JIT's, an anonymous mapping's): no module list would name it, so
+// a new stack through it asks for no rewrite, which would look for a changed loaded set (a
+// dl_iterate_phdr) at every such stack. Only glibc's lock-free _dl_find_object can tell;
+// elsewhere the rewrite is asked for as before.
+bool InNoLoadedObject(uintptr_t pc) {
+  if (!internal::kHaveDlFindObject) return false;
+  internal::GlibcObject found;
+  return !internal::FindObjectByGlibc(pc, &found);
+}
+}  // namespace
+
 void RecordModulesCovering(void* const* pcs, int n) {
   if (!Attached()) return;
   {
@@ -362,7 +375,7 @@ void RecordModulesCovering(void* const* pcs, int n) {
       // A byte back: a return address may lie just past its object's last byte (the reader
       // looks a frame up so too).
       const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
-      covered = pc == 0 || snapshot->Find(pc - 1) != nullptr;
+      covered = pc == 0 || snapshot->Find(pc - 1) != nullptr || InNoLoadedObject(pc - 1);
     }
     if (covered) return;
   }
