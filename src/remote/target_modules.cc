@@ -250,7 +250,7 @@ void TargetModules::DescribeElf(ObjectBytes& file, const std::vector<FileMapping
   }
   // .debug_frame (code built without unwind tables but with -g): link-time addresses. Only in
   // objects of this process's class (4-byte pointers are decoded modulo 2^32, see above).
-  uint64_t offset, size;
+  uint64_t offset = 0, size = 0;  // set by FindSection; clang -Wuninitialized cannot see it
   const unsigned char* debug_frame_bytes =
       Elf::kAddressSize == sizeof(void*) &&
               FindSection<Elf>(file, eh, ".debug_frame", &offset, &size) && size > 0
