@@ -83,7 +83,7 @@ for target in "${targets[@]}"; do
           # are left out.
           # The leak check's signal method parks threads with a signal TSan would hold back until
           # they next enter the runtime (a spinning or blocked thread never parks).
-          ctest_args=(-E "Signal|Profiling|Stress.Fork|crash_handler_test|crash_c_api_test|snapshot_write_test|snapshot_dump_test|snapshot_dump_nopie_test|snapshot_threads_test|differential_test|StopWorld.*/signal|$inprocess_checks") ;;
+          ctest_args=(-E "Signal|Profiling|Stress.Fork|crash_handler_test|crash_report_test|crash_c_api_test|snapshot_write_test|snapshot_dump_test|snapshot_dump_nopie_test|snapshot_threads_test|differential_test|StopWorld.*/signal|$inprocess_checks") ;;
     *) echo "unknown target $target (native, aarch64, arm, asan, tsan or fuzz)"; exit 2 ;;
   esac
   build="$root/build/test-$target"
