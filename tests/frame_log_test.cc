@@ -253,5 +253,33 @@ TEST(FrameLogCfi, SkipAndMaxWithALoggedStack) {
   EXPECT_EQ(some[2], all[3]);
 }
 
+// A frame-pointer walk records each frame with the marks its commit used to compute over the
+// log (FrameLog::MarkFpMatters), and skips that pass: what it recorded must be exactly what the
+// pass would give, after a whole walk, a replay from the first frame and splices.
+TEST(FrameLogFp, RecordedMarksAreTheOnesTheCommitWouldCompute) {
+  g_method = STACKWALK_FP;
+  void (*const seq[])(Trace*) = {log_via_a,     log_via_a,     log_through_a, log_through_b,
+                                 log_through_a, log_through_b, log_via_b};
+  for (auto* fn : seq) {
+    Trace t;
+    Invoke(fn, &t);
+    ASSERT_GT(t.n, 4);
+    auto* cache = stackwalk::internal::RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    using Log = stackwalk::internal::FrameLog;
+    const Log& log = cache->log();
+    ASSERT_LT(log.first(), Log::kCapacity) << "the walk left no log";
+    static Log::Frame recorded[Log::kCapacity], marked[Log::kCapacity];
+    for (int i = log.first(); i < Log::kCapacity; ++i) recorded[i] = marked[i] = log.frame(i);
+    cache->Release();
+    Log::MarkFpMatters(marked, log.first(), Log::kCapacity);
+    for (int i = log.first(); i < Log::kCapacity; ++i) {
+      EXPECT_EQ(recorded[i].flags, marked[i].flags) << i;
+      EXPECT_EQ(recorded[i].fp_addr, marked[i].fp_addr) << i;
+      EXPECT_EQ(recorded[i].fp_val, marked[i].fp_val) << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Methods, FrameLog, ::testing::Values(STACKWALK_EHFRAME, STACKWALK_FP),
                          [](const auto& info) { return info.param == STACKWALK_FP ? "Fp" : "EhFrame"; });

@@ -52,8 +52,12 @@ class FrameLog {
   static uint64_t Tag(uint64_t generation, int method) { return generation * 8 + 1 + method; }
 
   // ---- recording the walk in progress ----
-  void BeginWalk(uint64_t generation) {
+  // `marks_recorded`: every frame this walk records already carries the kFpMatters mark and fp
+  // slot MarkFpMatters would give it (a frame-pointer walk: each step computes the CFA from fp,
+  // so fp matters at every frame), and the commits skip that pass over the frames.
+  void BeginWalk(uint64_t generation, bool marks_recorded = false) {
     walk_generation_ = generation;
+    marks_recorded_ = marks_recorded;
     walk_region_lo_ = walk_region_hi_ = 0;
     scratch_n_ = 0;
     scratch_ok_ = true;
@@ -118,7 +122,7 @@ class FrameLog {
     }
     first_ = j - scratch_n_;
     std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
-    MarkFpMatters(first_, j);
+    if (!marks_recorded_) MarkFpMatters(log_, first_, j);
   }
   // A replay from logged frame `j` found the slots of frame `k` changed: the walk goes on with
   // ordinary steps from frame k (whose pc, sp and fp are still right). The log is kept: the
@@ -150,7 +154,7 @@ class FrameLog {
       std::memcpy(static_cast<void*>(&log_[tail]), scratch_, sizeof(Frame) * oldest);
       first_ = 0;
     }
-    MarkFpMatters(first_, kCapacity);
+    if (!marks_recorded_) MarkFpMatters(log_, first_, kCapacity);
     generation_ = walk_generation_;
     region_lo_ = walk_region_lo_;
     region_hi_ = walk_region_hi_;
@@ -166,6 +170,25 @@ class FrameLog {
     first_ = kCapacity;
     cursor_ = kCapacity;
   }
+  // The logged walk is log_[first(), kCapacity), innermost first (tests).
+  int first() const { return first_; }
+
+  // Sets kFpMatters on log[from, to) from the flags of the frames after them, and has the
+  // replay check a frame's fp slot only where the fp it restores matters later: code without
+  // frame pointers saves whatever rbp/x29 held, which changes from call to call.
+  static void MarkFpMatters(Frame (&log)[kCapacity], int from, int to) {
+    bool matters = to < kCapacity && (log[to].flags & kFpMatters) != 0;
+    for (int i = to - 1; i >= from; --i) {
+      Frame& f = log[i];
+      const bool check_fp_slot = (f.flags & kRestoresFp) != 0 && matters;
+      if (!check_fp_slot) {
+        f.fp_addr = f.ra_addr;
+        f.fp_val = f.ra_val;
+      }
+      matters = (f.flags & kCfaFromFp) != 0 || ((f.flags & kRestoresFp) == 0 && matters);
+      f.flags = matters ? (f.flags | kFpMatters) : (f.flags & ~kFpMatters);
+    }
+  }
 
  private:
   // Replaces log_[splice_from_, j) by the frames recorded since the divergence, if they are as
@@ -179,26 +202,9 @@ class FrameLog {
     }
     const uint32_t matters_before = log_[k].flags & kFpMatters;
     std::memcpy(static_cast<void*>(&log_[k]), scratch_, sizeof(Frame) * scratch_n_);
-    MarkFpMatters(k, j);
+    if (!marks_recorded_) MarkFpMatters(log_, k, j);
     // The frames before k dropped or kept their fp-slot checks by whether fp mattered at k.
     if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
-  }
-
-  // Sets kFpMatters on log_[from, to) from the flags of the frames after them, and has the
-  // replay check a frame's fp slot only where the fp it restores matters later: code without
-  // frame pointers saves whatever rbp/x29 held, which changes from call to call.
-  void MarkFpMatters(int from, int to) {
-    bool matters = to < kCapacity && (log_[to].flags & kFpMatters) != 0;
-    for (int i = to - 1; i >= from; --i) {
-      Frame& f = log_[i];
-      const bool check_fp_slot = (f.flags & kRestoresFp) != 0 && matters;
-      if (!check_fp_slot) {
-        f.fp_addr = f.ra_addr;
-        f.fp_val = f.ra_val;
-      }
-      matters = (f.flags & kCfaFromFp) != 0 || ((f.flags & kRestoresFp) == 0 && matters);
-      f.flags = matters ? (f.flags | kFpMatters) : (f.flags & ~kFpMatters);
-    }
   }
 
   Frame log_[kCapacity];
@@ -207,6 +213,7 @@ class FrameLog {
   int cursor_ = kCapacity;
   int scratch_n_ = 0;
   bool scratch_ok_ = false;
+  bool marks_recorded_ = false;
   int splice_from_ = -1;  // after a divergence: the logged frame the scratch frames start at
   uint64_t generation_ = 0;
   uint64_t walk_generation_ = 0;
