@@ -208,6 +208,11 @@ namespace {
 bool Forget(void* p, Allocation* removed, bool is_free) {
   if (WorldStoppedHere() || p == nullptr || t_forking) return false;
   State& s = GlobalState();
+  // When sampling, most frees are of blocks never recorded: the filter says so without the table.
+  if (s.recording.sample_bytes.load(std::memory_order_relaxed) != 0 &&
+      !s.allocations.MayHold(reinterpret_cast<uintptr_t>(p))) {
+    return false;
+  }
   if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
   const bool temporary = is_free && removed->address == ~t_last_address_inverted &&
                          SequenceNumber(*removed) == t_last_sequence;

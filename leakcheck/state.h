@@ -49,7 +49,7 @@ struct State {
   std::atomic<bool> configured{false};
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
-  AllocationTable allocations;
+  AllocationTable allocations{&g_recorded_blocks};
   PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
   // Bumped after each new peak of live_bytes: how stacks know what they held at the last peak
   // (stack_stats.h).
