@@ -14,6 +14,7 @@
 #include "leakcheck/fair_lock.h"
 #include "leakcheck/live_bytes.h"
 #include "leakcheck/options.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
 #include "leakcheck/timeline.h"
@@ -40,6 +41,7 @@ struct RecordingOptions {
     sample_seed.store(options.sample_seed, std::memory_order_relaxed);
     max_frames.store(options.max_frames, std::memory_order_relaxed);
     method.store(options.method, std::memory_order_relaxed);
+    NewSamplerGeneration();  // after the options: a licence from before them is void
   }
 };
 
