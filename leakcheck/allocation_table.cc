@@ -52,11 +52,16 @@ uint64_t AllocationTable::live_bytes() const {
 bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
                              uint64_t sequence, Allocation* replaced) {
   if (replaced != nullptr) replaced->address = 0;
+  // Counted in the filter before the block can be found: a free that finds it sees its count.
+  if (recorded_ != nullptr && !recorded_->Add(address)) return false;
   const uint64_t hash = Hash(address);
   Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
   // Keep at most half the slots used (live or deleted): probes stay short.
-  if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) return false;
+  if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) {
+    if (recorded_ != nullptr) recorded_->Remove(address);
+    return false;
+  }
   uint64_t mask = shard.capacity - 1;
   uint64_t i = Slot(hash, shard.capacity);
   uint64_t reuse = UINT64_MAX;
@@ -66,6 +71,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
       if (replaced != nullptr) *replaced = a;
       shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
       shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+      if (recorded_ != nullptr) recorded_->Remove(address);  // the replaced record's count
       reuse = i;
       break;
     }
@@ -103,6 +109,7 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
       shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
       shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       a.address = 1;  // deleted: probes go on past it
+      if (recorded_ != nullptr) recorded_->Remove(address);
       return true;
     }
   }
@@ -144,6 +151,8 @@ void AllocationTable::Clear() {
     SpinLockHolder hold(shard.lock);
     for (uint64_t i = 0; i < shard.capacity; ++i) {
       Allocation& a = shard.slots[i];
+      // Each record's own count out: a block another thread records meanwhile keeps its own.
+      if (a.address > 1 && recorded_ != nullptr) recorded_->Remove(a.address);
       a.address = 0;
     }
     shard.used = 0;

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "leakcheck/recorded_filter.h"
 #include "leakcheck/spin_lock.h"
 
 namespace stackwalk::leakcheck {
@@ -43,6 +44,10 @@ class AllocationTable {
  public:
   static constexpr int kShards = 128;
 
+  // `recorded`: the filter this table keeps of its addresses (recorded_filter.h), for MayHold;
+  // none: MayHold always says maybe.
+  constexpr explicit AllocationTable(RecordedFilter* recorded = nullptr) : recorded_(recorded) {}
+
   // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
   // of memory (the allocation goes untracked). A block at the same address whose free was missed
   // is replaced, and copied to `*replaced` if given (else its address there is 0).
@@ -51,6 +56,11 @@ class AllocationTable {
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
   // started, or by another allocator).
   bool Remove(uintptr_t address, Allocation* removed = nullptr);
+  // False if no live block at `address` is in the table, from the filter alone (no lock, a few
+  // instructions); true if one may be. Async-signal-safe.
+  bool MayHold(uintptr_t address) const {
+    return recorded_ == nullptr || recorded_->MayHold(address);
+  }
 
   // Sets kReportedBit on each of `blocks` still live (the same address and sequence number: a
   // block freed since and another made at its address is left alone). Takes the shard locks.
@@ -143,6 +153,7 @@ class AllocationTable {
   // Lookups and rehashing must agree on it.
   static uint64_t Slot(uint64_t hash, uint64_t capacity) { return (hash / kShards) & (capacity - 1); }
 
+  RecordedFilter* const recorded_;
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
   std::atomic<size_t> table_bytes_{0};

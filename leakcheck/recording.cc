@@ -15,7 +15,7 @@
 namespace stackwalk::leakcheck {
 
 // Initial-exec: the thread-locals live in static TLS, so touching them never allocates.
-__attribute__((tls_model("initial-exec"))) static thread_local bool t_inside = false;
+__thread bool t_inside_checker __attribute__((tls_model("initial-exec"))) = false;
 __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_forking = false;
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_world_stopped = false;
@@ -48,9 +48,6 @@ ClosedModules& ClosedModuleRegistry(State& state) {
   }
   return *closed;
 }
-
-ReentryGuard::ReentryGuard() : was_inside_(t_inside) { t_inside = true; }
-ReentryGuard::~ReentryGuard() { t_inside = was_inside_; }
 
 State& ConfiguredState() {
   State& s = GlobalState();
@@ -103,9 +100,15 @@ uint32_t ThreadSerial() {
 
 uint32_t KnownThreadSerial() { return t_serial; }
 
-void SetForking(bool forking) { t_forking = forking; }
+void SetForking(bool forking) {
+  t_forking = forking;
+  if (forking) RevokeUnsampled();  // the full hook skips its allocations
+}
 
-void SetWorldStopped(bool stopped) { t_world_stopped = stopped; }
+void SetWorldStopped(bool stopped) {
+  t_world_stopped = stopped;
+  if (stopped) RevokeUnsampled();  // the full hook counts its allocations
+}
 uint64_t HooksWhileWorldStopped() { return g_hooks_while_stopped.load(std::memory_order_relaxed); }
 
 namespace {
@@ -174,15 +177,23 @@ uint64_t NextSequence(AllocationTable& table) {
 }  // namespace
 
 __attribute__((noinline)) void Record(void* p, size_t size) {
-  if (WorldStoppedHere() || p == nullptr || t_inside || t_forking) return;
+  if (WorldStoppedHere() || p == nullptr || t_inside_checker || t_forking) return;
   State& s = ConfiguredState();
-  if (!s.active.load(std::memory_order_acquire) ||
-      size < s.recording.min_size.load(std::memory_order_relaxed) ||
-      !ShouldRecord(size, s.recording.sample_bytes.load(std::memory_order_relaxed),
-                    s.recording.sample_seed.load(std::memory_order_relaxed))) {
+  const uint64_t generation = SamplerGeneration();  // before the options it licenses
+  if (!s.active.load(std::memory_order_acquire)) return;
+  const uint64_t min_size = s.recording.min_size.load(std::memory_order_relaxed);
+  if (size < min_size) return;
+  const uint64_t mean = s.recording.sample_bytes.load(std::memory_order_relaxed);
+  const uint64_t seed = s.recording.sample_seed.load(std::memory_order_relaxed);
+  // With sampling and no min_size, only the countdown decides this thread's next allocations:
+  // they may take the fast path (sampler.h), from when this one is done.
+  const bool license = min_size == 0;
+  if (!ShouldRecord(size, mean, seed)) {
+    if (license) LicenseUnsampled(generation, mean, seed);
     return;
   }
-  t_inside = true;
+  RevokeUnsampled();  // what the recording itself allocates takes the full hook, as inside a guard
+  t_inside_checker = true;
   void* pcs[StackTable::kMaxFrames];
   int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
                              static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
@@ -200,7 +211,8 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
     t_last_address_inverted = ~reinterpret_cast<uintptr_t>(p);
     t_last_sequence = sequence;
   }
-  t_inside = false;
+  t_inside_checker = false;
+  if (license) LicenseUnsampled(generation, mean, seed);
 }
 
 namespace {
@@ -208,6 +220,11 @@ namespace {
 bool Forget(void* p, Allocation* removed, bool is_free) {
   if (WorldStoppedHere() || p == nullptr || t_forking) return false;
   State& s = GlobalState();
+  // When sampling, most frees are of blocks never recorded: the filter says so without the table.
+  if (s.recording.sample_bytes.load(std::memory_order_relaxed) != 0 &&
+      !s.allocations.MayHold(reinterpret_cast<uintptr_t>(p))) {
+    return false;
+  }
   if (!s.allocations.Remove(reinterpret_cast<uintptr_t>(p), removed)) return false;
   const bool temporary = is_free && removed->address == ~t_last_address_inverted &&
                          SequenceNumber(*removed) == t_last_sequence;

@@ -7,20 +7,34 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "leakcheck/recorded_filter.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/state.h"
 
 namespace stackwalk::leakcheck {
 
-// Marks the calling thread as inside the checker for its lifetime; nests.
+// Whether the calling thread is inside the checker (ReentryGuard); static TLS, never allocates.
+extern __thread bool t_inside_checker __attribute__((tls_model("initial-exec")));
+
+// Marks the calling thread as inside the checker for its lifetime; nests. Inside, every
+// allocation takes the full hook (which records none): the fast path's licence (sampler.h) is
+// put away for the guard's life and given back after. Inline: operator new and delete take one
+// on their fast path too.
 class ReentryGuard {
  public:
-  ReentryGuard();
-  ~ReentryGuard();
+  ReentryGuard() : was_inside_(t_inside_checker), licence_(RevokeUnsampled()) {
+    t_inside_checker = true;
+  }
+  ~ReentryGuard() {
+    t_inside_checker = was_inside_;
+    RestoreUnsampled(licence_);
+  }
   ReentryGuard(const ReentryGuard&) = delete;
   ReentryGuard& operator=(const ReentryGuard&) = delete;
 
  private:
   bool was_inside_;
+  uint64_t licence_;  // the fast path's (sampler.h), given back at the end
 };
 
 // The state, with options read from STACKWALK_LEAKCHECK on first use unless already set.
@@ -30,6 +44,13 @@ State& ConfiguredState();
 void Record(void* p, size_t size);
 // Forgets `p`; blocks never recorded pass unnoticed.
 void Unrecord(void* p);
+// The whole hook of a free of a block never recorded, inlined into the exported functions: true
+// if `p` certainly has no record (the filter, recorded_filter.h), on a thread the fast path
+// is licensed on (sampler.h: else the full hook must see the free, e.g. to count it while the
+// world is stopped); false if Unrecord must look. Async-signal-safe.
+inline bool SkipUnrecordedFree(const void* p) {
+  return LicensedUnsampled() && !g_recorded_blocks.MayHold(reinterpret_cast<uintptr_t>(p));
+}
 // Takes `p`'s record out (for realloc); false if it was not tracked.
 bool TakeRecord(void* p, Allocation* removed);
 // Puts back a record taken by TakeRecord (a failed realloc keeps its block).

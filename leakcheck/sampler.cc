@@ -6,7 +6,8 @@
 
 namespace stackwalk::leakcheck {
 
-__thread SamplerThread t_sampler __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
+__thread SamplerThread t_sampler __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0, 0};
+std::atomic<uint64_t> g_sampler_generation{1};
 
 namespace {
 
@@ -69,6 +70,8 @@ void SamplerAfterForkChild() {
   g_forks.store(0, std::memory_order_relaxed);
   g_sampling_threads.store(0, std::memory_order_relaxed);
   t_sampler.mean = 0;  // the forking thread draws its countdown again, from the child's stream
+  t_sampler.armed = 0;
+  NewSamplerGeneration();  // and a licence a guard kept across the fork is void too
 }
 
 }  // namespace stackwalk::leakcheck

@@ -5,8 +5,9 @@
 // recorded, with probability p(s) = 1 - exp(-s/N). Each thread counts down the bytes to its next
 // point, drawn from an exponential distribution of mean N (memoryless: after a recorded block the
 // next point is drawn afresh from its end). A block of N bytes or more is always recorded
-// (p = 1) and does not move the countdown. An unrecorded block costs a subtraction and a
-// compare, and its free a lookup that finds nothing; only recorded blocks pay for their stack.
+// (p = 1) and does not move the countdown. An unrecorded block costs a few compares and a
+// subtraction (SkipUnsampled, inlined into the exported functions), and its free a look at the
+// filter of recorded addresses (recorded_filter.h); only recorded blocks pay for their stack.
 //
 // Estimates (Horvitz-Thompson: each recorded block weighs 1/p(s)): a recorded block of s < N
 // bytes stands for SampleWeight(s, N) = 1 / (1 - exp(-s/N)) allocations and s times that many
@@ -15,6 +16,7 @@
 #ifndef STACKWALK_LEAKCHECK_SAMPLER_H_
 #define STACKWALK_LEAKCHECK_SAMPLER_H_
 
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -70,8 +72,57 @@ struct SamplerThread {
   uint64_t seed;        // the seed option it was drawn with
   uint64_t bytes_left;  // bytes this thread allocates before its next sample point
   uint64_t random;      // the thread's PRNG state (splitmix64)
+  // The fast path's licence (SkipUnsampled): the sampler generation at which this thread's last
+  // allocation through the full hook found that only the countdown decides whether its next
+  // ones are recorded (sampling, no min_size, the checker active, this thread outside the
+  // checker, not forking, not stopping the world). 0: not licensed, every allocation takes the
+  // full hook.
+  uint64_t armed;
 };
 extern __thread SamplerThread t_sampler __attribute__((tls_model("initial-exec")));
+
+// Raised whenever an option the hooks read is published (state.h) and in a forked child: a
+// licence of an earlier generation is void. Starts at 1, so that 0 never matches.
+extern std::atomic<uint64_t> g_sampler_generation;
+inline void NewSamplerGeneration() {
+  g_sampler_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+// Read before the options it licenses (acquire: the options published before it are seen).
+inline uint64_t SamplerGeneration() {
+  return g_sampler_generation.load(std::memory_order_acquire);
+}
+
+// The whole hook of an allocation sampling leaves out, inlined into the exported allocation
+// functions ahead of everything else: true if this thread is licensed and the block holds no
+// sample point (the countdown moves past it, exactly as ShouldRecord would), false if the full
+// hook must decide. A relaxed read of the generation: a hook racing an in-process Start() may
+// use the options it began with, as the full hook may too. Async-signal-safe.
+inline bool SkipUnsampled(size_t size) {
+  SamplerThread& t = t_sampler;
+  if (t.armed != g_sampler_generation.load(std::memory_order_relaxed) || size >= t.mean ||
+      t.bytes_left < size) {
+    return false;
+  }
+  t.bytes_left -= size;
+  return true;
+}
+
+// Licenses SkipUnsampled on this thread for `generation` (read before `mean` and `seed`), if its
+// countdown is drawn for them. Call only where nothing but the countdown decides (see armed).
+inline void LicenseUnsampled(uint64_t generation, uint64_t mean, uint64_t seed) {
+  SamplerThread& t = t_sampler;
+  if (mean != 0 && t.mean == mean && t.seed == seed) t.armed = generation;
+}
+// Takes this thread's licence away (returning it, for a guard to give back).
+inline uint64_t RevokeUnsampled() {
+  const uint64_t armed = t_sampler.armed;
+  t_sampler.armed = 0;
+  return armed;
+}
+inline void RestoreUnsampled(uint64_t armed) { t_sampler.armed = armed; }
+// Whether this thread is licensed, of any generation: nothing but the filter then decides
+// whether one of its frees needs the table (recording.h).
+inline bool LicensedUnsampled() { return t_sampler.armed != 0; }
 
 // The slow path: a countdown to (re)start or a sample point inside this block. Returns whether
 // the block is recorded and draws the next point.

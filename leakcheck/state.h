@@ -14,6 +14,7 @@
 #include "leakcheck/fair_lock.h"
 #include "leakcheck/live_bytes.h"
 #include "leakcheck/options.h"
+#include "leakcheck/sampler.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
 #include "leakcheck/timeline.h"
@@ -40,6 +41,7 @@ struct RecordingOptions {
     sample_seed.store(options.sample_seed, std::memory_order_relaxed);
     max_frames.store(options.max_frames, std::memory_order_relaxed);
     method.store(options.method, std::memory_order_relaxed);
+    NewSamplerGeneration();  // after the options: a licence from before them is void
   }
 };
 
@@ -49,7 +51,7 @@ struct State {
   std::atomic<bool> configured{false};
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
-  AllocationTable allocations;
+  AllocationTable allocations{&g_recorded_blocks};
   PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
   // Bumped after each new peak of live_bytes: how stacks know what they held at the last peak
   // (stack_stats.h).

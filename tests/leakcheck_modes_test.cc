@@ -184,6 +184,12 @@ TEST(LeakcheckModes, InProcessStartAndStopWhileOtherThreadsAllocate) {
   EXPECT_EQ(Output(kForms + " churn 2>&1; echo status $?"), "churn failures 0\nstatus 0\n");
 }
 
+// Sampling's fast path (leakcheck/sampler.h) is licensed per session: a thread that took it
+// while one session sampled records every block of the next, which does not sample.
+TEST(LeakcheckModes, InProcessSessionWithoutSamplingRecordsWhatAnEarlierSampledOneSkipped) {
+  EXPECT_EQ(Output(kForms + " resample 2>&1; echo status $?"), "check 0 recorded 10\nstatus 0\n");
+}
+
 TEST(LeakcheckModes, InProcessStartIsRefusedWhenPreloadedButReportsWork) {
   std::string report = ::testing::TempDir() + "both." + std::to_string(getpid()) + ".txt";
   std::string out = Output(std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " + kForms +
