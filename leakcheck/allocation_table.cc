@@ -1,40 +1,146 @@
 #include "leakcheck/allocation_table.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "leakcheck/record_region.h"
 
 namespace stackwalk::leakcheck {
+namespace {
 
-bool AllocationTable::Grow(Shard& shard) {
-  // Mostly deleted slots (a free leaves one): rehash at the same size rather than double, so
-  // the table follows the live count, not the number of allocations ever made.
-  uint64_t live = 0;
-  for (uint64_t i = 0; i < shard.capacity; ++i) live += shard.slots[i].address > 1 ? 1 : 0;
-  uint64_t capacity = shard.capacity == 0 ? 64
-                      : live * 4 > shard.capacity ? shard.capacity * 2
-                                                  : shard.capacity;
-  // Own memory (scan/own_mappings.h): full of block addresses, never a root of the leak check;
-  // in the record region when there is one, for the launcher to read after the program.
-  void* mem = RecordMap(capacity * sizeof(Allocation), record::kAllocationSlots);
-  if (mem == nullptr) return false;
-  auto* slots = static_cast<Allocation*>(mem);  // zeroed: every slot empty
-  uint64_t used = 0;
-  for (uint64_t i = 0; i < shard.capacity; ++i) {
-    const Allocation& a = shard.slots[i];
-    if (a.address <= 1) continue;
-    uint64_t j = Slot(Hash(a.address), capacity);
-    while (slots[j].address != 0) j = (j + 1) & (capacity - 1);
-    slots[j] = a;
-    ++used;
+using Slot = record::AllocationSlot;
+
+// Load bounds, in thousandths: grow when an insert would pass 90 %, shrink when
+// a free leaves less than 55 %, and rebuild at 82 %. A (2, 4) cuckoo table
+// fills to ~97 % before inserts fail, so 90 % leaves them short paths; 82 %
+// after a resize is 29 bytes a block, and still under 32 with the last page's
+// rounding from 12 pages a shard.
+constexpr uint64_t kGrowAt = 900;
+constexpr uint64_t kShrinkBelow = 550;
+constexpr uint64_t kResizeTo = 820;
+// How many blocks one insert may move along a cuckoo path before the shard
+// grows instead.
+constexpr int kMaxPath = 32;
+
+// A block's slot written where another was (or none): the address word cleared
+// first and set last, so a program killed in between leaves an empty slot (the
+// block is still in the slot it came from), never one block's address with
+// another's fields (record_format.h).
+void WriteSlot(Slot& to, const Slot& from) {
+  to.word[0] = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  to.word[1] = from.word[1];
+  to.word[2] = from.word[2];
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  to.word[0] = from.word[0];
+}
+
+// The first empty slot of bucket `b`, or -1.
+int EmptyIn(const Slot* slots, uint32_t b) {
+  const Slot* bucket = slots + uint64_t{b} * 4;
+  for (int i = 0; i < 4; ++i) {
+    if (SlotEmpty(bucket[i])) return i;
   }
-  if (shard.slots != nullptr) {
-    RecordUnmap(shard.slots, shard.capacity * sizeof(Allocation));
-    table_bytes_.fetch_sub(shard.capacity * sizeof(Allocation), std::memory_order_relaxed);
+  return -1;
+}
+
+uint64_t PageSize() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+
+bool AllocationTable::Place(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
+                            uint64_t at, uint64_t hash) {
+  const Buckets b = BucketsOf(at, hash, buckets);
+  for (uint32_t bucket : {b.first, b.second}) {
+    const int i = EmptyIn(slots, bucket);
+    if (i >= 0) {
+      WriteSlot(slots[uint64_t{bucket} * kBucketSlots + i], s);
+      return true;
+    }
   }
-  shard.slots = slots;
-  shard.capacity = capacity;
-  shard.used = used;
-  table_bytes_.fetch_add(capacity * sizeof(Allocation), std::memory_order_relaxed);
-  return true;
+  return PlaceMoving(slots, buckets, kick, s, b);
+}
+
+bool AllocationTable::PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
+                                  const Buckets& b) {
+  // Walk a path of blocks each of which can move to its other bucket, ending at
+  // an empty slot, then move them from its end back, so every block is always
+  // in some slot.
+  uint64_t path[kMaxPath + 1];
+  uint32_t bucket = (*kick & 1) != 0 ? b.second : b.first;
+  for (int n = 0; n < kMaxPath; ++n) {
+    // A slot of the bucket not on the path yet (the slots of a full bucket take
+    // turns).
+    uint64_t victim = UINT64_MAX;
+    for (uint32_t tries = 0; tries < kBucketSlots && victim == UINT64_MAX; ++tries) {
+      victim = uint64_t{bucket} * kBucketSlots + (++*kick % kBucketSlots);
+      for (int k = 0; k < n; ++k) {
+        if (path[k] == victim) victim = UINT64_MAX;
+      }
+    }
+    if (victim == UINT64_MAX) return false;  // every slot of it on the path: grow instead
+    path[n] = victim;
+    const uint64_t victim_at = SlotAddressOf(slots[victim]);
+    const Buckets vb = BucketsOf(victim_at, Hash(victim_at), buckets);
+    bucket = vb.first == bucket ? vb.second : vb.first;
+    const int i = EmptyIn(slots, bucket);
+    if (i < 0) continue;
+    path[n + 1] = uint64_t{bucket} * kBucketSlots + i;
+    for (int k = n; k >= 0; --k) WriteSlot(slots[path[k + 1]], slots[path[k]]);
+    WriteSlot(slots[path[0]], s);
+    return true;
+  }
+  return false;
+}
+
+bool AllocationTable::Resize(Shard& shard, uint64_t live) {
+  const uint64_t page = PageSize();
+  uint64_t want = (live * 1000 + kResizeTo - 1) / kResizeTo;  // slots
+  if (want == 0) want = 1;
+  uint64_t bytes =
+      ((want + kBucketSlots - 1) / kBucketSlots * kBucketBytes + page - 1) / page * page;
+  const uint64_t old_slots = uint64_t{shard.buckets} * kBucketSlots;
+  for (;;) {
+    const uint64_t buckets = bytes / kBucketBytes;
+    if (buckets > UINT32_MAX) return false;
+    // Own memory (scan/own_mappings.h): full of block addresses, never a root
+    // of the leak check; in the record region when there is one, for the
+    // launcher to read after the program.
+    void* mem = RecordMap(bytes, record::kAllocationSlots);
+    if (mem == nullptr) return false;
+    auto* slots = static_cast<Slot*>(mem);  // zeroed: every slot empty
+    bool placed = true;
+    for (uint64_t i = 0; i < old_slots && placed; ++i) {
+      const Slot& s = shard.slots[i];
+      if (SlotEmpty(s)) continue;
+      const uint64_t at = SlotAddressOf(s);
+      placed = Place(slots, static_cast<uint32_t>(buckets), &shard.kick, s, at, Hash(at));
+    }
+    if (!placed) {  // no cuckoo path for some block (rare): try a little larger
+      RecordUnmap(mem, bytes);
+      bytes += (bytes / 8 + page - 1) / page * page;
+      continue;
+    }
+    if (shard.slots != nullptr) {
+      RecordUnmap(shard.slots, shard.mapped);
+      table_bytes_.fetch_sub(shard.mapped, std::memory_order_relaxed);
+    }
+    shard.slots = slots;
+    shard.buckets = static_cast<uint32_t>(buckets);
+    shard.mapped = bytes;
+    shard.grow_at = buckets * kBucketSlots * kGrowAt / 1000;
+    // Rebuilt smaller only if that gives back a page (the smallest is one
+    // page).
+    const uint64_t smaller = (bytes - page) / kBucketBytes * kBucketSlots * kResizeTo / 1000;
+    shard.shrink_below =
+        bytes <= page ? 0 : std::min(buckets * kBucketSlots * kShrinkBelow / 1000, smaller);
+    table_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    return true;
+  }
 }
 
 uint64_t AllocationTable::live_count() const {
@@ -49,113 +155,148 @@ uint64_t AllocationTable::live_bytes() const {
   return bytes;
 }
 
+namespace {
+constexpr uint64_t kAddressMask = (uint64_t{1} << record::kSlotAddressBits) - 1;
+
+// The slot of `bucket` holding the block whose slot address is `at`, or null.
+// Unrolled: the hooks call it twice for every allocation.
+__attribute__((always_inline)) inline Slot* Match(Slot* bucket, uint64_t at) {
+  if ((bucket[0].word[0] & kAddressMask) == at) return &bucket[0];
+  if ((bucket[1].word[0] & kAddressMask) == at) return &bucket[1];
+  if ((bucket[2].word[0] & kAddressMask) == at) return &bucket[2];
+  if ((bucket[3].word[0] & kAddressMask) == at) return &bucket[3];
+  return nullptr;
+}
+}  // namespace
+
+inline AllocationTable::Slot* AllocationTable::Find(Shard& shard, uint64_t at, uint64_t hash) {
+  if (shard.buckets == 0) return nullptr;
+  const uint32_t first = FirstBucket(hash, shard.buckets);
+  if (Slot* s = Match(shard.slots + uint64_t{first} * kBucketSlots, at)) return s;
+  const uint32_t second = SecondBucket(at, first, shard.buckets);
+  return Match(shard.slots + uint64_t{second} * kBucketSlots, at);
+}
+
 bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
                              uint64_t sequence, Allocation* replaced) {
   if (replaced != nullptr) replaced->address = 0;
+  if (!SlotHolds(address, size)) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   // Counted in the filter before the block can be found: a free that finds it sees its count.
   if (recorded_ != nullptr && !recorded_->Add(address)) return false;
-  const uint64_t hash = Hash(address);
+  const Slot packed = PackAllocation(Allocation{address, size, sequence, stack_id, thread});
+  const uint64_t at = uint64_t{address} >> 3;
+  const uint64_t hash = Hash(at);
   Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
-  // Keep at most half the slots used (live or deleted): probes stay short.
-  if ((shard.used + 1) * 2 > shard.capacity && !Grow(shard)) {
+  const uint64_t live = shard.live.load(std::memory_order_relaxed);
+  if (live >= shard.grow_at && !Resize(shard, live + 1)) {
     if (recorded_ != nullptr) recorded_->Remove(address);
     return false;
   }
-  uint64_t mask = shard.capacity - 1;
-  uint64_t i = Slot(hash, shard.capacity);
-  uint64_t reuse = UINT64_MAX;
-  for (;; i = (i + 1) & mask) {
-    Allocation& a = shard.slots[i];
-    if (a.address == address) {  // a block we missed the free of: replace it
-      if (replaced != nullptr) *replaced = a;
-      shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
-      shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-      if (recorded_ != nullptr) recorded_->Remove(address);  // the replaced record's count
-      reuse = i;
-      break;
-    }
-    if (a.address == 1 && reuse == UINT64_MAX) reuse = i;
-    if (a.address == 0) {
-      if (reuse == UINT64_MAX) {
-        reuse = i;
-        ++shard.used;
-      }
-      break;
-    }
+  // The block if its free was missed (in either bucket), else an empty slot.
+  const uint32_t first = FirstBucket(hash, shard.buckets);
+  const uint32_t second = SecondBucket(at, first, shard.buckets);
+  Slot* const first_slots = shard.slots + uint64_t{first} * kBucketSlots;
+  Slot* const second_slots = shard.slots + uint64_t{second} * kBucketSlots;
+  Slot* s = Match(first_slots, at);
+  if (s == nullptr) s = Match(second_slots, at);
+  if (__builtin_expect(s != nullptr,
+                       0)) {  // a block we missed the free of: replace it
+    const Allocation old = UnpackAllocation(*s);
+    if (replaced != nullptr) *replaced = old;
+    WriteSlot(*s, packed);
+    shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - old.size + size,
+                      std::memory_order_relaxed);
+    if (recorded_ != nullptr) recorded_->Remove(address);  // the replaced record's count
+    return true;
   }
-  shard.slots[reuse] = Allocation{address, size, sequence, stack_id, thread};
-  shard.live.store(shard.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  Slot* empty = Match(first_slots, 0);
+  if (empty == nullptr) empty = Match(second_slots, 0);
+  if (empty != nullptr) {
+    WriteSlot(*empty, packed);
+  } else if (!PlaceMoving(shard.slots, shard.buckets, &shard.kick, packed, {first, second})) {
+    // No cuckoo path: grow by an eighth (at least a page) until one is found.
+    do {
+      if (!Resize(shard, uint64_t{shard.buckets} * kBucketSlots * kResizeTo / 1000 * 9 / 8 + 1)) {
+        if (recorded_ != nullptr) recorded_->Remove(address);
+        return false;
+      }
+    } while (!Place(shard.slots, shard.buckets, &shard.kick, packed, at, hash));
+  }
+  shard.live.store(live + 1, std::memory_order_relaxed);
   shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   return true;
 }
 
 bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
-  const uint64_t hash = Hash(address);
+  const uint64_t at = SlotAddress(address);
+  const uint64_t hash = Hash(at);
   Shard& shard = shards_[ShardOf(address, hash)];
-  // A shard with no live block holds none at `address`: a free of a block never recorded (most
-  // of them when sampling) takes no lock. Without the lock this is safe: a tracked block's
-  // Insert happened before its free (the program passed the pointer on), so its count is seen,
-  // and only that block's own Remove takes it away.
-  if (shard.live.load(std::memory_order_relaxed) == 0) return false;
+  // A shard with no live block holds none at `address`: a free of a block never
+  // recorded (most of them when sampling) takes no lock. Without the lock this
+  // is safe: a tracked block's Insert happened before its free (the program
+  // passed the pointer on), so its count is seen, and only that block's own
+  // Remove takes it away.
+  if (shard.live.load(std::memory_order_relaxed) == 0 || at == 0) return false;
   SpinLockHolder hold(shard.lock);
-  if (shard.capacity == 0) return false;
-  uint64_t mask = shard.capacity - 1;
-  for (uint64_t i = Slot(hash, shard.capacity);; i = (i + 1) & mask) {
-    Allocation& a = shard.slots[i];
-    if (a.address == 0) return false;
-    if (a.address == address) {
-      if (removed != nullptr) *removed = a;
-      shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size, std::memory_order_relaxed);
-      shard.live.store(shard.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-      a.address = 1;  // deleted: probes go on past it
-      if (recorded_ != nullptr) recorded_->Remove(address);
-      return true;
-    }
-  }
-}
-
-Allocation* AllocationTable::Find(Shard& shard, uintptr_t address, uint64_t hash) {
-  if (shard.capacity == 0) return nullptr;
-  const uint64_t mask = shard.capacity - 1;
-  for (uint64_t i = Slot(hash, shard.capacity);; i = (i + 1) & mask) {
-    Allocation& a = shard.slots[i];
-    if (a.address == 0) return nullptr;
-    if (a.address == address) return &a;
-  }
+  Slot* s = Find(shard, at, hash);
+  if (s == nullptr) return false;
+  const Allocation a = UnpackAllocation(*s);
+  if (removed != nullptr) *removed = a;
+  s->word[0] = 0;  // empty: a free leaves nothing behind
+  const uint64_t live = shard.live.load(std::memory_order_relaxed) - 1;
+  shard.live.store(live, std::memory_order_relaxed);
+  shard.bytes.store(shard.bytes.load(std::memory_order_relaxed) - a.size,
+                    std::memory_order_relaxed);
+  // Mostly empty after many frees: rebuilt smaller (a failed rebuild leaves it
+  // as it was).
+  if (live < shard.shrink_below) Resize(shard, live);
+  if (recorded_ != nullptr) recorded_->Remove(address);
+  return true;
 }
 
 void AllocationTable::MarkReported(const Allocation* blocks, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t hash = Hash(blocks[i].address);
+    const uint64_t at = SlotAddress(blocks[i].address);
+    if (at == 0) continue;
+    const uint64_t hash = Hash(at);
     Shard& shard = shards_[ShardOf(blocks[i].address, hash)];
     SpinLockHolder hold(shard.lock);
-    Allocation* a = Find(shard, blocks[i].address, hash);
-    if (a != nullptr && SequenceNumber(*a) == SequenceNumber(blocks[i])) a->sequence |= kReportedBit;
+    Slot* s = Find(shard, at, hash);
+    // blocks[i] came from a walk of this table: its number is the slot's
+    // (saturated or not).
+    if (s != nullptr && SequenceNumber(UnpackAllocation(*s)) == SequenceNumber(blocks[i])) {
+      s->word[2] |= kReportedBit;
+    }
   }
 }
 
 bool AllocationTable::MarkIgnored(uintptr_t address) {
-  if (address <= 1) return false;
-  const uint64_t hash = Hash(address);
+  const uint64_t at = SlotAddress(address);
+  if (at == 0) return false;
+  const uint64_t hash = Hash(at);
   Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
-  Allocation* a = Find(shard, address, hash);
-  if (a == nullptr) return false;
-  a->sequence |= kIgnoredBit;
+  Slot* s = Find(shard, at, hash);
+  if (s == nullptr) return false;
+  s->word[2] |= kIgnoredBit;
   return true;
 }
 
 void AllocationTable::Clear() {
   for (Shard& shard : shards_) {
     SpinLockHolder hold(shard.lock);
-    for (uint64_t i = 0; i < shard.capacity; ++i) {
-      Allocation& a = shard.slots[i];
+    const uint64_t n = uint64_t{shard.buckets} * kBucketSlots;
+    for (uint64_t i = 0; i < n; ++i) {
       // Each record's own count out: a block another thread records meanwhile keeps its own.
-      if (a.address > 1 && recorded_ != nullptr) recorded_->Remove(a.address);
-      a.address = 0;
+      if (recorded_ != nullptr && !SlotEmpty(shard.slots[i])) {
+        recorded_->Remove(UnpackAllocation(shard.slots[i]).address);
+      }
+      shard.slots[i].word[0] = 0;
     }
-    shard.used = 0;
     shard.live.store(0, std::memory_order_relaxed);
     shard.bytes.store(0, std::memory_order_relaxed);
   }

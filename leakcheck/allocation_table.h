@@ -1,10 +1,14 @@
 // AllocationTable: the live allocations, address -> {size, stack id, thread, sequence number}.
 // Sharded by address (a group of shards per 64 MiB region, a shard in it by hash) with a spin
-// lock per shard, so threads allocating at once rarely meet. Each shard is an open-addressing
-// hash table in mmap'ed memory (no malloc: the allocation hooks call it), kept at most half
-// full: when it fills it doubles if over a quarter of its slots are live, and is otherwise
-// rehashed at its size to drop the slots frees left. ForEach walks it as one consistent view,
-// every shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
+// lock per shard, so threads allocating at once rarely meet. Each shard is a bucketized cuckoo
+// hash table (buckets of 4 packed 24-byte slots, allocation_slot.h; each block in one of two
+// buckets its address picks) in mmap'ed memory (no malloc: the allocation hooks call it), kept
+// between 82 % and 90 % full: at 90 % it grows to 82 %, below 55 % it shrinks to 82 %, to any
+// number of whole pages (the bucket picked by multiply-shift, not a mask). So a live block costs
+// 27-29 bytes with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
+// insert into two full buckets moves a short chain of blocks to their other buckets (cuckoo
+// hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
+// shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
 #ifndef STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 #define STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 
@@ -12,45 +16,25 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "leakcheck/allocation_slot.h"
 #include "leakcheck/recorded_filter.h"
 #include "leakcheck/spin_lock.h"
 
 namespace stackwalk::leakcheck {
 
-struct Allocation {
-  uintptr_t address;   // 0: empty slot; 1: deleted slot
-  uint64_t size;
-  uint64_t sequence;   // from ReserveSequences: one thread's allocations in order, different
-                       // threads' only roughly (each takes numbers in blocks); its top two
-                       // bits are flags (kReportedBit, kIgnoredBit): read the number with
-                       // SequenceNumber()
-  uint32_t stack_id;   // StackTable id; StackTable::kNoStack if the stack could not be kept
-  int32_t thread;      // ThreadRegistry serial of the thread that allocated it (a uint32_t
-                       // there, stored signed; 0 if it could not be registered)
-};
-static_assert(sizeof(Allocation) == 32, "keep slots small");
-
-// Flags kept in the top bits of Allocation::sequence (numbers stay below 2^62): a leak a check in
-// a running process returned (checks.h: each leak is returned once), and a block the program
-// marked as an intended leak (IgnoreObject: never reported, a root of the scan).
-constexpr uint64_t kReportedBit = uint64_t{1} << 63;
-constexpr uint64_t kIgnoredBit = uint64_t{1} << 62;
-constexpr uint64_t kSequenceFlags = kReportedBit | kIgnoredBit;
-inline uint64_t SequenceNumber(const Allocation& a) { return a.sequence & ~kSequenceFlags; }
-inline bool IsReported(const Allocation& a) { return (a.sequence & kReportedBit) != 0; }
-inline bool IsIgnored(const Allocation& a) { return (a.sequence & kIgnoredBit) != 0; }
-
 class AllocationTable {
  public:
-  static constexpr int kShards = 128;
+  static constexpr int kShards = 64;
 
   // `recorded`: the filter this table keeps of its addresses (recorded_filter.h), for MayHold;
   // none: MayHold always says maybe.
   constexpr explicit AllocationTable(RecordedFilter* recorded = nullptr) : recorded_(recorded) {}
 
   // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
-  // of memory (the allocation goes untracked). A block at the same address whose free was missed
-  // is replaced, and copied to `*replaced` if given (else its address there is 0).
+  // of memory or if a slot cannot hold it (SlotHolds: an address above 2^48, a block of 1 TiB
+  // or more; counted in refused()): the allocation goes untracked. A block at the same address
+  // whose free was missed is replaced, and copied to `*replaced` if given (else its address
+  // there is 0).
   bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
               uint64_t sequence, Allocation* replaced = nullptr);
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
@@ -83,11 +67,7 @@ class AllocationTable {
       UnlockAll();
       return false;
     }
-    for (Shard& shard : shards_) {
-      for (uint64_t i = 0; i < shard.capacity; ++i) {
-        if (shard.slots[i].address > 1) fn(shard.slots[i]);
-      }
-    }
+    ForEachHeld(fn);
     UnlockAll();
     return true;
   }
@@ -98,8 +78,11 @@ class AllocationTable {
   template <class Fn>
   void ForEachHeld(Fn&& fn) const {
     for (const Shard& shard : shards_) {
-      for (uint64_t i = 0; i < shard.capacity; ++i) {
-        if (shard.slots[i].address > 1) fn(shard.slots[i]);
+      const uint64_t n = uint64_t{shard.buckets} * kBucketSlots;
+      for (uint64_t i = 0; i < n; ++i) {
+        if (SlotEmpty(shard.slots[i])) continue;
+        const Allocation a = UnpackAllocation(shard.slots[i]);
+        fn(a);
       }
     }
   }
@@ -115,30 +98,47 @@ class AllocationTable {
   uint64_t live_count() const;
   uint64_t live_bytes() const;
   size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
+  // Allocations Insert could not keep in a slot (SlotHolds): untracked, never kept wrong.
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
   void LockAll();    // around fork()
   void UnlockAll();
 
  private:
+  using Slot = record::AllocationSlot;
+  static constexpr uint32_t kBucketSlots = 4;
+  static constexpr uint64_t kBucketBytes = kBucketSlots * sizeof(Slot);
   // A cache line each: threads working on neighbouring shards do not share one.
   struct alignas(64) Shard {
     SpinLock lock;
-    Allocation* slots = nullptr;
-    uint64_t capacity = 0;  // a power of two
-    uint64_t used = 0;      // live + deleted slots
+    Slot* slots = nullptr;  // buckets * kBucketSlots
+    uint32_t buckets = 0;
+    uint32_t kick = 0;      // which slot of a full bucket gives way next (cuckoo moves)
+    uint64_t mapped = 0;    // bytes
+    uint64_t grow_at = 0;   // live counts at which it is rebuilt larger (Insert) and smaller
+    uint64_t shrink_below = 0;  // (Remove); set by Resize
     // Written under the lock, read without it by live_count().
     std::atomic<uint64_t> live{0};
     std::atomic<uint64_t> bytes{0};
   };
-  bool Grow(Shard& shard);
-  // The slot of the live block at `address` in `shard` (its lock held), or null.
-  Allocation* Find(Shard& shard, uintptr_t address, uint64_t hash);
-  static uint64_t Hash(uintptr_t address) {
-    uint64_t h = address >> 4;  // allocations are at least 16-byte aligned
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
+  // The two buckets a block may be in, from its slot address (address / 8): the hash bits the
+  // shard choice did not use, reduced to [0, buckets) by multiply-shift. Lookups, inserts and
+  // resizes must agree on them.
+  struct Buckets {
+    uint32_t first, second;
+  };
+  static uint64_t Hash(uint64_t slot_address) { return slot_address * 0x9e3779b97f4a7c15ull; }
+  static uint32_t FirstBucket(uint64_t hash, uint32_t buckets) {
+    return static_cast<uint32_t>(((hash >> 30 & 0xffffffffu) * buckets) >> 32);
+  }
+  static uint32_t SecondBucket(uint64_t slot_address, uint32_t first, uint32_t buckets) {
+    const uint64_t other = slot_address * 0xc2b2ae3d27d4eb4full;
+    const uint32_t second = static_cast<uint32_t>(((other >> 32) * buckets) >> 32);
+    return second != first ? second : first + 1 == buckets ? 0 : first + 1;
+  }
+  static Buckets BucketsOf(uint64_t slot_address, uint64_t hash, uint32_t buckets) {
+    const uint32_t first = FirstBucket(hash, buckets);
+    return {first, SecondBucket(slot_address, first, buckets)};
   }
   // The shard of an address: a group chosen by its 64 MiB region, then a shard in the group by
   // its hash. glibc gives each thread's arena a 64 MiB-aligned heap of its own, so threads
@@ -146,17 +146,31 @@ class AllocationTable {
   // cores; a block freed by another thread is still found, by its address.
   static constexpr int kGroups = 16;
   static uint64_t ShardOf(uintptr_t address, uint64_t hash) {
-    const uint64_t group = ((address >> 26) * 0x9e3779b97f4a7c15ull) >> 60;  // 0..15
-    return group * (kShards / kGroups) + hash % (kShards / kGroups);
+    const uint64_t group = ((uint64_t{address} >> 26) * 0x9e3779b97f4a7c15ull) >> 60;  // 0..15
+    return group * (kShards / kGroups) + (hash >> 62);
   }
-  // Where an address's probe starts in its shard: the hash bits the shard choice did not use.
-  // Lookups and rehashing must agree on it.
-  static uint64_t Slot(uint64_t hash, uint64_t capacity) { return (hash / kShards) & (capacity - 1); }
+  // Few shards a group: a shard's memory comes in whole pages, and fewer, larger shards waste
+  // less of their last page (at 10,000 live blocks from one or two threads too).
+  static_assert(kShards / kGroups == 4, "a shard in its group by the hash's top 2 bits");
+
+  // The slot of the live block whose slot address is `at` in `shard` (its lock held), or null.
+  Slot* Find(Shard& shard, uint64_t at, uint64_t hash);
+  // Puts `s` (a block not in the table) in one of its buckets, moving others along a cuckoo
+  // path if both are full; false if no path was found (the shard must grow).
+  static bool Place(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s, uint64_t at,
+                    uint64_t hash);
+  // Place when both buckets are full: the cuckoo path.
+  static bool PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
+                          const Buckets& b);
+  // Rebuilds `shard` with room for `live` blocks at 80 % load (whole pages); false if out of
+  // memory (the shard is left as it was).
+  bool Resize(Shard& shard, uint64_t live);
 
   RecordedFilter* const recorded_;
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
   std::atomic<size_t> table_bytes_{0};
+  std::atomic<uint64_t> refused_{0};
 };
 
 }  // namespace stackwalk::leakcheck

@@ -19,7 +19,8 @@
 namespace stackwalk::leakcheck::record {
 
 constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
-constexpr uint32_t kVersion = 2;  // 2: the header keeps the process's peak
+// 2: the header keeps the process's peak; 3: live blocks in packed 24-byte slots (AllocationSlot)
+constexpr uint32_t kVersion = 3;
 
 // The environment variable naming the region's descriptor in the checked program, and the
 // descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
@@ -39,7 +40,7 @@ enum ExtentState : uint64_t {
 };
 
 enum ExtentKind : uint32_t {
-  kAllocationSlots = 1,  // an AllocationTable shard's slots: Allocation[bytes / 32]
+  kAllocationSlots = 1,  // an AllocationTable shard's slots: AllocationSlot[bytes / 24]
   kStackNodes = 2,       // a StackTable arena chunk: StackNode records, reached from the ids
   kStackIds = 3,         // a StackTable id chunk: StackNode* [kStackIdChunk]; index = chunk
   kModules = 4,          // a ModuleList; index = its update's number (the highest live is current)
@@ -84,6 +85,23 @@ struct Header {
 
 constexpr uint64_t kHeaderBytes = (sizeof(Header) + 4095) & ~uint64_t{4095};
 
+// A live block as the AllocationTable keeps it: three words, an empty slot's address field 0.
+//   word[0]: address / 8 (bits 0-44), thread serial bits 0-18 (bits 45-63)
+//   word[1]: size in bytes (bits 0-39), stack id (bits 40-63)
+//   word[2]: sequence number (bits 0-58), thread serial bits 19-21 (bits 59-61), ignored (bit 62:
+//            IgnoreObject), reported (bit 63: a check returned it)
+// (allocation_slot.h packs and unpacks it.) A block the program died moving (a slot written as it
+// is read) may be listed twice: the reader keeps the copy with the higher sequence number.
+struct AllocationSlot {
+  uint64_t word[3];
+};
+static_assert(sizeof(AllocationSlot) == 24, "the live table's slot");
+constexpr int kSlotAddressBits = 45;   // addresses below 2^48, 8-byte aligned
+constexpr int kSlotSizeBits = 40;      // blocks below 1 TiB
+constexpr int kSlotStackBits = 24;     // kStackIdChunk * kStackIdChunks ids
+constexpr int kSlotSequenceBits = 59;
+constexpr int kSlotThreadBits = 22;    // the ThreadRegistry's 4M serials
+
 // A stack as the StackTable keeps it (stack_table.h asserts its own matches).
 struct StackNode {
   uint64_t hash;
@@ -95,6 +113,8 @@ struct StackNode {
 constexpr int kMaxStackFrames = 64;
 constexpr uint32_t kStackIdChunk = 4096;
 constexpr uint32_t kStackIdChunks = 4096;
+static_assert(uint64_t{kStackIdChunk} * kStackIdChunks <= uint64_t{1} << kSlotStackBits,
+              "every stack id fits a slot");
 
 // A thread as the ThreadRegistry keeps it (thread_registry.cc asserts its own matches): serial
 // `chunk * kThreadChunk + i` is entry i of chunk `chunk`.

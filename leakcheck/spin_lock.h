@@ -14,15 +14,21 @@ namespace stackwalk::leakcheck {
 class SpinLock {
  public:
   void Lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
-      while (flag_.load(std::memory_order_relaxed)) sched_yield();
-    }
+    if (__builtin_expect(flag_.exchange(true, std::memory_order_acquire), false)) LockContended();
   }
   // True if it took the lock; false, at once, if another holds it.
   bool TryLock() { return !flag_.exchange(true, std::memory_order_acquire); }
   void Unlock() { flag_.store(false, std::memory_order_release); }
 
  private:
+  // Out of line: the waiting loop's call (sched_yield) would make every caller save and reload
+  // its registers around the uncontended exchange too.
+  __attribute__((noinline)) void LockContended() {
+    do {
+      while (flag_.load(std::memory_order_relaxed)) sched_yield();
+    } while (flag_.exchange(true, std::memory_order_acquire));
+  }
+
   std::atomic<bool> flag_{false};
 };
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +122,8 @@ TEST(RecordRegion, TheTablesAreReadBackFromTheRegionAlone) {
     EXPECT_EQ(i % 2, 1u);
     EXPECT_EQ(b.size, 100 + i % 7);
     EXPECT_EQ(b.stack_id, stack);
+    EXPECT_EQ(b.sequence, i);  // the packed slot's fields, each back whole
+    EXPECT_EQ(b.thread, static_cast<int32_t>(serial));
     EXPECT_EQ(b.verdict, 0);  // kLive: unclassified
   }
   EXPECT_EQ(ours, kBlocks / 2);
@@ -413,12 +416,18 @@ TEST(RecordRegion, ARegionCutAnywhereOrCorruptedIsReadWithoutACrash) {
 
 // The fuzzer's seed (tests/fuzz/corpus/record/), a region written by hand from record_format.h:
 // its two blocks, their stacks through the id chunk and the nodes, the module and the thread.
-TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
-  std::FILE* f = std::fopen(RECORD_SEED, "rb");
-  ASSERT_NE(f, nullptr);
+std::vector<uint8_t> SeedBytes() {
   std::vector<uint8_t> bytes(1 << 20);
+  std::FILE* f = std::fopen(RECORD_SEED, "rb");
+  if (f == nullptr) return {};
   bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
   std::fclose(f);
+  return bytes;
+}
+
+TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
+  const std::vector<uint8_t> bytes = SeedBytes();
+  ASSERT_FALSE(bytes.empty());
   const dump::RecordReading reading = Read(bytes);
   ASSERT_TRUE(reading.begun);
   EXPECT_TRUE(reading.problems.empty()) << reading.problems.front();
@@ -437,6 +446,22 @@ TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
   ASSERT_EQ(d.threads.size(), 1u);
   EXPECT_EQ(d.threads[0].name, "main");
   EXPECT_EQ(d.threads[0].peak_bytes, 300u);
+}
+
+// A region of record format version 2 (32-byte slots, before issue 18) is refused with a line
+// saying so, never read as packed slots.
+TEST(RecordRegion, ARegionOfTheOldFormatIsRefusedAndSaysWhy) {
+  std::vector<uint8_t> bytes = SeedBytes();
+  ASSERT_FALSE(bytes.empty());
+  const uint32_t old_version = 2;
+  std::memcpy(bytes.data() + offsetof(record::Header, version), &old_version, sizeof(old_version));
+  const dump::RecordReading reading = Read(bytes);
+  EXPECT_TRUE(reading.begun);
+  EXPECT_TRUE(reading.dump.blocks.empty());
+  ASSERT_EQ(reading.problems.size(), 1u);
+  EXPECT_NE(reading.problems[0].find("a record of version 2"), std::string::npos)
+      << reading.problems[0];
+  EXPECT_NE(reading.problems[0].find("reads version 3"), std::string::npos) << reading.problems[0];
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "leakcheck/allocation_table.h"
+#include "leakcheck/allocation_slot.h"
 #include "leakcheck/record_format.h"
 #include "leakcheck/scan/verdict.h"
 
@@ -155,10 +155,11 @@ std::map<uint32_t, std::vector<uint64_t>> ReadStacks(const Bytes& bytes,
 std::map<uint64_t, DumpBlock> ReadBlocks(const Bytes& bytes, const std::vector<Piece>& slots) {
   std::map<uint64_t, DumpBlock> blocks;
   for (const Piece& p : slots) {
-    for (uint64_t k = 0; k < p.bytes / sizeof(Allocation); ++k) {
-      Allocation a;
-      bytes.Read(p.offset + k * sizeof(Allocation), &a);
-      if (a.address <= 1) continue;
+    for (uint64_t k = 0; k < p.bytes / sizeof(rec::AllocationSlot); ++k) {
+      rec::AllocationSlot slot;
+      bytes.Read(p.offset + k * sizeof(slot), &slot);
+      if (SlotEmpty(slot)) continue;
+      const Allocation a = UnpackAllocation(slot);
       DumpBlock b;
       b.address = a.address;
       b.size = a.size;
@@ -216,7 +217,8 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
                            std::to_string(header.pointer_bytes) +
                            "-byte pointers (this launcher reads version " +
                            std::to_string(rec::kVersion) + ", " + std::to_string(sizeof(void*)) +
-                           ")");
+                           "): the program ran with another build's checker; its blocks are not "
+                           "read");
     return out;
   }
   DumpContents& d = out.dump;

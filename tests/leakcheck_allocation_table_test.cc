@@ -1,0 +1,253 @@
+// The live-allocation table against an oracle (std::unordered_map), randomized
+// with fixed seeds: inserts, frees, frees of blocks never tracked,
+// replacements, flags, growth to ~10^5 live and shrinking back, at several
+// address spreads; what one slot can hold (allocation_slot.h) and what is
+// refused rather than kept wrong; and the memory a live block costs.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "leakcheck/allocation_table.h"
+
+namespace stackwalk::leakcheck {
+namespace {
+
+// Addresses as an allocator hands them out: 16-byte aligned, in `regions` 64
+// MiB heaps (the table's shard groups; one a thread).
+class Addresses {
+ public:
+  Addresses(uint32_t seed, int regions) : random_(seed), regions_(regions) {}
+  uintptr_t Next() {
+    const uint64_t region = random_() % regions_;
+    const uint64_t offset = (random_() % (uint64_t{64} << 20)) & ~uint64_t{15};
+    return static_cast<uintptr_t>(kBase + region * (uint64_t{64} << 20) + offset + 16);
+  }
+  std::mt19937_64& random() { return random_; }
+
+ private:
+  static constexpr uint64_t kBase = sizeof(void*) == 8 ? 0x7f0000000000ull : 0x10000000u;
+  std::mt19937_64 random_;
+  uint64_t regions_;
+};
+
+using Oracle = std::unordered_map<uintptr_t, Allocation>;
+
+void ExpectSame(AllocationTable& table, const Oracle& oracle) {
+  ASSERT_EQ(table.live_count(), oracle.size());
+  uint64_t bytes = 0;
+  for (const auto& [address, a] : oracle) bytes += a.size;
+  EXPECT_EQ(table.live_bytes(), bytes);
+  uint64_t walked = 0;
+  ASSERT_TRUE(table.ForEach(UINT64_MAX, [&](const Allocation& a) {
+    ++walked;
+    const auto it = oracle.find(a.address);
+    ASSERT_NE(it, oracle.end()) << std::hex << a.address;
+    EXPECT_EQ(a.size, it->second.size);
+    EXPECT_EQ(a.sequence, it->second.sequence);  // flags included
+    EXPECT_EQ(a.stack_id, it->second.stack_id);
+    EXPECT_EQ(a.thread, it->second.thread);
+  }));
+  EXPECT_EQ(walked, oracle.size());
+}
+
+// Drives the table and the oracle together toward `target` live blocks: inserts
+// (some at a live address, as after a missed free), frees of live blocks, frees
+// of blocks never tracked, and ignored marks.
+void Churn(AllocationTable& table, Oracle& oracle, std::vector<uintptr_t>& live, Addresses& at,
+           uint64_t target, uint64_t steps, uint64_t* sequence) {
+  std::mt19937_64& random = at.random();
+  for (uint64_t step = 0; step < steps; ++step) {
+    const uint64_t r = random() % 100;
+    const bool grow = live.size() < target;
+    if ((grow ? r < 70 : r < 30) || live.empty()) {
+      const bool replace = !live.empty() && r % 20 == 0;
+      const uintptr_t address = replace ? live[random() % live.size()] : at.Next();
+      Allocation a{address, 1 + random() % 5000, (*sequence)++,
+                   static_cast<uint32_t>(random() % (1u << 24)),
+                   static_cast<int32_t>(random() % (1u << 22))};
+      Allocation replaced{};
+      ASSERT_TRUE(table.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced));
+      auto [it, added] = oracle.emplace(address, a);
+      if (added) {
+        live.push_back(address);
+        EXPECT_EQ(replaced.address, 0u);
+      } else {
+        EXPECT_EQ(replaced.address, address);
+        EXPECT_EQ(replaced.sequence, it->second.sequence);
+        EXPECT_EQ(replaced.size, it->second.size);
+        it->second = a;
+      }
+    } else if (r < 95 || !grow) {
+      const size_t k = random() % live.size();
+      const uintptr_t address = live[k];
+      Allocation removed{};
+      ASSERT_TRUE(table.Remove(address, &removed)) << std::hex << address;
+      EXPECT_EQ(removed.sequence, oracle.at(address).sequence);
+      EXPECT_EQ(removed.stack_id, oracle.at(address).stack_id);
+      EXPECT_EQ(removed.thread, oracle.at(address).thread);
+      oracle.erase(address);
+      live[k] = live.back();
+      live.pop_back();
+      if (r % 7 == 0) EXPECT_FALSE(table.Remove(address));  // a double free
+    } else if (r < 97) {
+      const uintptr_t never = at.Next() + 8;  // 8 off the 16-byte grid: never inserted
+      EXPECT_FALSE(table.Remove(never));
+    } else {
+      const uintptr_t address = live[random() % live.size()];
+      ASSERT_TRUE(table.MarkIgnored(address));
+      oracle.at(address).sequence |= kIgnoredBit;
+    }
+  }
+}
+
+TEST(AllocationTableOracle, GrowsShrinksAndChurnsAtEveryScale) {
+  for (int regions : {1, 3, 16}) {
+    SCOPED_TRACE(regions);
+    auto table = std::make_unique<AllocationTable>();
+    Oracle oracle;
+    std::vector<uintptr_t> live;
+    Addresses at(1234 + regions, regions);
+    uint64_t sequence = 1;
+    // Up from empty through each size, down again, and up once more: every
+    // shard grows, is rebuilt at its size by cuckoo moves, and shrinks.
+    for (uint64_t target : {10, 300, 5000, 60000, 120000, 2000, 40, 30000}) {
+      SCOPED_TRACE(target);
+      const uint64_t steps = target > live.size() ? (target - live.size()) * 2 + 5000
+                                                  : (live.size() - target) * 2 + 5000;
+      Churn(*table, oracle, live, at, target, steps, &sequence);
+      ExpectSame(*table, oracle);
+      if (HasFatalFailure()) return;
+    }
+    for (uintptr_t address : live) ASSERT_TRUE(table->Remove(address));
+    EXPECT_EQ(table->live_count(), 0u);
+    EXPECT_EQ(table->live_bytes(), 0u);
+  }
+}
+
+TEST(AllocationTableOracle, AtMost32BytesALiveBlockFrom10000Up) {
+  // The table's whole memory (table_bytes: every shard's pages) over the blocks
+  // live, growing from empty as a program does, in one heap (one thread) and in
+  // four.
+  for (int regions : {1, 4}) {
+    auto table = std::make_unique<AllocationTable>();
+    Addresses at(99, regions);
+    uint64_t n = 0;
+    for (uint64_t checkpoint : {10000, 30000, 100000, 300000}) {
+      for (; n < checkpoint; ++n) ASSERT_TRUE(table->Insert(at.Next(), 32, 1, 1, n));
+      const uint64_t live = table->live_count();  // a repeated address replaced its block
+      EXPECT_LE(table->table_bytes(), 32 * live) << regions << " heaps, " << live << " live";
+    }
+  }
+}
+
+// `n` blocks of `size` bytes at the next addresses, sequence numbers 0, 1, ...; their addresses.
+std::vector<uintptr_t> Fill(AllocationTable& table, Addresses& at, uint64_t n, uint64_t size) {
+  std::vector<uintptr_t> blocks;
+  for (uint64_t i = 0; i < n; ++i) {
+    blocks.push_back(at.Next());
+    table.Insert(blocks.back(), size, 1, 1, i);
+  }
+  return blocks;
+}
+
+TEST(AllocationTableOracle, ShrinksWhenMostBlocksAreFreed) {
+  auto table = std::make_unique<AllocationTable>();
+  Addresses at(7, 2);
+  const std::vector<uintptr_t> blocks = Fill(*table, at, 200000, 32);
+  const uint64_t live = table->live_count();
+  const size_t full = table->table_bytes();
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (i % 20 != 0) table->Remove(blocks[i]);
+  }
+  EXPECT_LT(table->live_count(), live / 15);
+  EXPECT_LT(table->table_bytes(), full / 8);  // not the peak's pages
+  EXPECT_LE(table->table_bytes(), 64 * table->live_count());
+}
+
+TEST(AllocationTableOracle, FlagsFollowTheirBlockThroughMovesAndGrowth) {
+  auto table = std::make_unique<AllocationTable>();
+  Addresses at(5, 1);
+  const std::vector<uintptr_t> blocks = Fill(*table, at, 50000, 8);
+  // One ignored, one reported with its own number, one with a stale number
+  // (left alone).
+  ASSERT_TRUE(table->MarkIgnored(blocks[10]));
+  EXPECT_FALSE(table->MarkIgnored(blocks[10] + 16));  // inside no tracked block's start
+  std::vector<Allocation> walked;
+  table->ForEach(UINT64_MAX, [&](const Allocation& a) {
+    if (a.address == blocks[20] || a.address == blocks[30]) walked.push_back(a);
+  });
+  ASSERT_EQ(walked.size(), 2u);
+  for (Allocation& a : walked) {
+    if (a.address == blocks[30]) a.sequence += 1000000;  // as if freed and made again since
+  }
+  table->MarkReported(walked.data(), walked.size());
+  // Many more blocks: every shard grows and blocks move between buckets.
+  for (uint64_t i = 50000; i < 150000; ++i) table->Insert(at.Next(), 8, 1, 1, i);
+  std::unordered_map<uintptr_t, Allocation> seen;
+  table->ForEach(UINT64_MAX, [&](const Allocation& a) { seen.emplace(a.address, a); });
+  EXPECT_TRUE(IsIgnored(seen.at(blocks[10])));
+  EXPECT_FALSE(IsReported(seen.at(blocks[10])));
+  EXPECT_TRUE(IsReported(seen.at(blocks[20])));
+  EXPECT_FALSE(IsIgnored(seen.at(blocks[20])));
+  EXPECT_FALSE(IsReported(seen.at(blocks[30])));
+  EXPECT_EQ(SequenceNumber(seen.at(blocks[20])), 20u);
+  Allocation removed{};
+  ASSERT_TRUE(table->Remove(blocks[10], &removed));
+  EXPECT_TRUE(IsIgnored(removed));
+}
+
+TEST(AllocationSlot, EveryFieldAtItsWidestRoundTrips) {
+  const uintptr_t top = sizeof(void*) == 8 ? static_cast<uintptr_t>((uint64_t{1} << 48) - 8)
+                                           : static_cast<uintptr_t>(0xfffffff8u);
+  const Allocation widest{top, (uint64_t{1} << 40) - 1, ((uint64_t{1} << 59) - 1) | kSequenceFlags,
+                          (1u << 24) - 1, (1 << 22) - 1};
+  ASSERT_TRUE(SlotHolds(widest.address, widest.size));
+  const Allocation back = UnpackAllocation(PackAllocation(widest));
+  EXPECT_EQ(back.address, widest.address);
+  EXPECT_EQ(back.size, widest.size);
+  EXPECT_EQ(back.sequence, widest.sequence);
+  EXPECT_EQ(back.stack_id, widest.stack_id);
+  EXPECT_EQ(back.thread, widest.thread);
+  // Each field alone: no field's bits land in another's.
+  const Allocation one{8, 1, 1, 1, 1};
+  const Allocation b = UnpackAllocation(PackAllocation(one));
+  EXPECT_EQ(b.address, 8u);
+  EXPECT_EQ(b.size, 1u);
+  EXPECT_EQ(b.sequence, 1u);
+  EXPECT_EQ(b.stack_id, 1u);
+  EXPECT_EQ(b.thread, 1);
+  const Allocation high_thread{8, 1, 1, 1, 1 << 21};
+  EXPECT_EQ(UnpackAllocation(PackAllocation(high_thread)).thread, 1 << 21);
+}
+
+TEST(AllocationSlot, WhatASlotCannotHoldIsRefusedNotKeptWrong) {
+  auto table = std::make_unique<AllocationTable>();
+  // A block of 1 TiB or more.
+  EXPECT_FALSE(table->Insert(0x10000, uint64_t{1} << 40, 1, 1, 1));
+  EXPECT_TRUE(table->Insert(0x20000, (uint64_t{1} << 40) - 1, 1, 1, 2));
+  // An address not 8-byte aligned (no allocator's).
+  EXPECT_FALSE(table->Insert(0x30004, 16, 1, 1, 3));
+  if (sizeof(void*) == 8) {
+    // Above 2^48 (a tagged pointer, a 5-level page table's upper half).
+    EXPECT_FALSE(table->Insert(static_cast<uintptr_t>(uint64_t{1} << 48), 16, 1, 1, 4));
+    EXPECT_FALSE(table->Insert(static_cast<uintptr_t>(0x0b00000000010000ull), 16, 1, 1, 5));
+    EXPECT_FALSE(table->Remove(static_cast<uintptr_t>(0x0b00000000010000ull)));
+    EXPECT_FALSE(table->MarkIgnored(static_cast<uintptr_t>(uint64_t{1} << 48)));
+    EXPECT_EQ(table->refused(), 4u);
+  } else {
+    EXPECT_EQ(table->refused(), 2u);
+  }
+  EXPECT_EQ(table->live_count(), 1u);
+  EXPECT_EQ(table->live_bytes(), (uint64_t{1} << 40) - 1);
+  // A sequence number past the slot's 59 bits is kept at the largest it holds.
+  ASSERT_TRUE(table->Insert(0x40000, 16, 1, 1, uint64_t{1} << 60));
+  Allocation removed{};
+  ASSERT_TRUE(table->Remove(0x40000, &removed));
+  EXPECT_EQ(removed.sequence, (uint64_t{1} << 59) - 1);
+}
+
+}  // namespace
+}  // namespace stackwalk::leakcheck
