@@ -37,7 +37,7 @@ namespace {
 // The address ranges of this library's loaded segments. dladdr would answer "is this PC ours?"
 // too, but glibc's finds the nearest symbol by a walk over the whole dynamic symbol table of the
 // object it lands in: ~0.25 ms a call in libLLVM's or libclang-cpp's (clang's every stack ends its
-// hook frames there), which made clang's exit report take seconds (docs/benchmarks.md).
+// hook frames there), which made clang's exit report take seconds (docs/leakcheck-benchmarks.md).
 struct OwnSegments {
   static constexpr int kMax = 16;
   uintptr_t lo[kMax] = {};
