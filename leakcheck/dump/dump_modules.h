@@ -36,7 +36,8 @@ class ModuleIndexer {
   uint32_t IndexOf(DumpModule module);
 
   // The index of a loaded module, without building its DumpModule again (a copy of its path,
-  // build-id and ranges a frame: 7 % of clang's run with its 1.3 million frames at exit).
+  // build-id and ranges a frame, and a readlink of /proc/self/exe for the main executable's: 7 %
+  // of clang's run with its 1.3 million frames at exit, ~0.9 s of python's report).
   uint32_t IndexOfLoaded(const internal::Module& m);
 
   // A loaded module already indexed: its load bias, extent and path as the module map has them.
