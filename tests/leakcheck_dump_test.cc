@@ -2,7 +2,10 @@
 // random corruption of a small dump gives an error (and what could be read), never a crash;
 // unknown sections are skipped, a newer major version refused; and the report made from a dump
 // suppresses a leak together with the blocks it alone holds (through the dump's leak edges).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -442,6 +445,46 @@ TEST(LeakDumpReport, FramesKeepTheProgramsPcsAndModulesWhenNoFileNamesThem) {
   ASSERT_EQ(indirect.frames.size(), 2u);
   EXPECT_EQ(indirect.frames[1].pc, 0xdeadbeefu);
   EXPECT_EQ(indirect.frames[1].module, "");
+}
+
+// Two functions of this test to name, in this test's own file.
+__attribute__((noinline)) int NamedFirst(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int NamedSecond(int x) { return x * 5 + 2; }
+
+TEST(LeakDumpNamer, OnlyTheFramesAskedForAreLookedUpTheRestKeepTheirModule) {
+  Dl_info self{};
+  link_map* map = nullptr;
+  ASSERT_NE(dladdr1(reinterpret_cast<void*>(&NamedFirst), &self, reinterpret_cast<void**>(&map),
+                    RTLD_DL_LINKMAP),
+            0);
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+  ASSERT_GT(n, 0);
+  DumpContents c;
+  DumpModule m;
+  m.path.assign(exe, static_cast<size_t>(n));
+  m.load_bias = map->l_addr;
+  c.modules.push_back(m);
+  // Return addresses two bytes into each function (the namer looks a byte back).
+  const auto offset = [&](int (*f)(int)) {
+    return reinterpret_cast<uintptr_t>(f) + 2 - m.load_bias;
+  };
+  DumpStack stack{1, 5, {{0, offset(&NamedFirst)}, {0, offset(&NamedSecond)}}};
+  c.stacks.push_back(stack);
+  DumpNamer namer(c, {});
+  const std::vector<SymbolizedFrame> all = namer.Name(stack);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_NE(all[0].function.find("NamedFirst"), std::string::npos) << all[0].function;
+  EXPECT_NE(all[1].function.find("NamedSecond"), std::string::npos) << all[1].function;
+  const std::vector<SymbolizedFrame> first = namer.Name(stack, 1);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_NE(first[0].function.find("NamedFirst"), std::string::npos) << first[0].function;
+  EXPECT_EQ(first[1].function, "");  // not looked up: module and offset alone
+  EXPECT_EQ(first[1].module, m.path);
+  EXPECT_EQ(first[1].module_offset, offset(&NamedSecond));
+  EXPECT_EQ(first[1].pc, m.load_bias + offset(&NamedSecond));
+  EXPECT_EQ(first[1].index, 1);
+  EXPECT_TRUE(namer.missing().empty());
 }
 
 }  // namespace

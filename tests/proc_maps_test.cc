@@ -9,12 +9,12 @@ namespace stackwalk::internal {
 namespace {
 
 // Feeds `text` through a pipe, as /proc/self/maps would come: in read()-sized pieces.
-bool FindIn(const std::string& text, uint64_t addr, Mapping* out) {
+bool FindIn(const std::string& text, uint64_t addr, Mapping* out, AddressRange* gap = nullptr) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   EXPECT_EQ(write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
   close(fds[1]);
-  bool found = FindMappingInMapsFd(fds[0], addr, out);
+  bool found = FindMappingInMapsFd(fds[0], addr, out, gap);
   close(fds[0]);
   return found;
 }
@@ -35,6 +35,28 @@ TEST(ProcMaps, FindsTheMappingAndItsPermissions) {
   ASSERT_TRUE(FindIn(kMaps, 0x7ffd12320ff8, &m));
   EXPECT_TRUE(m.writable);
   EXPECT_FALSE(m.executable);
+}
+
+TEST(ProcMaps, AnAddressInNoMappingGetsTheGapAroundIt) {
+  Mapping m;
+  AddressRange gap{1, 2};
+  EXPECT_FALSE(FindIn(kMaps, 0x600000000000, &m, &gap));  // between the program and the stack
+  EXPECT_EQ(gap.lo, 0x55d0c0a02000u);
+  EXPECT_EQ(gap.hi, 0x7ffd12300000u);
+  EXPECT_FALSE(FindIn(kMaps, 0x1000, &m, &gap));  // below every line
+  EXPECT_EQ(gap.lo, 0u);
+  EXPECT_EQ(gap.hi, 0x55d0c0a00000u);
+  EXPECT_FALSE(FindIn(kMaps, 0x7ffd12321000, &m, &gap));  // above every line
+  EXPECT_EQ(gap.lo, 0x7ffd12321000u);
+  EXPECT_EQ(gap.hi, ~uint64_t{0});
+  ASSERT_TRUE(FindIn(kMaps, 0x55d0c0a01234, &m, &gap));  // found: no gap
+  EXPECT_TRUE(gap.empty());
+  // A text that does not end its last line, or is malformed, tells no gap.
+  EXPECT_FALSE(FindIn("55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /a", 0x7ffd00000000, &m,
+                      &gap));
+  EXPECT_TRUE(gap.empty());
+  EXPECT_FALSE(FindIn("55d0c0a00000-55d0c0a01000 r--p 0 0 0\nzz-yy\n", 0x7ffd00000000, &m, &gap));
+  EXPECT_TRUE(gap.empty());
 }
 
 TEST(ProcMaps, HalfOpenRanges) {

@@ -29,6 +29,7 @@ class ByteSink {
   }
   size_t size() const { return out_.size(); }
   std::string& bytes() { return out_; }
+  void Reserve(size_t n) { out_.reserve(n); }
 
  private:
   void Unsigned(uint64_t v, int n) {

@@ -4,6 +4,7 @@
 
 #include "core/module_map.h"
 
+
 namespace stackwalk::leakcheck::dump {
 namespace {
 
@@ -40,6 +41,25 @@ uint32_t ModuleIndexer::IndexOf(DumpModule module) {
   return index;
 }
 
+uint32_t ModuleIndexer::IndexOfLoaded(const internal::Module& m) {
+  auto same = [&](const Loaded& l) {
+    return l.load_bias == m.load_bias && l.lo == m.extent.lo && l.hi == m.extent.hi &&
+           l.path == m.path;
+  };
+  if (last_loaded_ < loaded_.size() && same(loaded_[last_loaded_])) {
+    return loaded_[last_loaded_].index;
+  }
+  for (size_t i = 0; i < loaded_.size(); ++i) {
+    if (!same(loaded_[i])) continue;
+    last_loaded_ = i;
+    return loaded_[i].index;
+  }
+  const uint32_t index = IndexOf(FromLoaded(m));
+  last_loaded_ = loaded_.size();
+  loaded_.push_back({m.load_bias, m.extent.lo, m.extent.hi, m.path, index});
+  return index;
+}
+
 DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
   DumpFrame frame;
   frame.offset = pc;
@@ -60,7 +80,7 @@ DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
   bool found = false;
   map.FindRefreshing(lookup, [&](const internal::Module& m) {
     if (m.is_vdso) return false;  // no file to name it from
-    frame.module = IndexOf(FromLoaded(m));
+    frame.module = IndexOfLoaded(m);
     frame.offset = pc - m.load_bias;
     found = true;
     return true;

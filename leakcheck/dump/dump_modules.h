@@ -16,6 +16,10 @@
 #include "leakcheck/closed_modules.h"
 #include "leakcheck/dump/dump_contents.h"
 
+namespace stackwalk::internal {
+struct Module;
+}  // namespace stackwalk::internal
+
 namespace stackwalk::leakcheck::dump {
 
 class ModuleIndexer {
@@ -31,9 +35,25 @@ class ModuleIndexer {
  private:
   uint32_t IndexOf(DumpModule module);
 
+  // The index of a loaded module, without building its DumpModule again (a copy of its path,
+  // build-id and ranges a frame, and a readlink of /proc/self/exe for the main executable's: 7 %
+  // of clang's run with its 1.3 million frames at exit, ~0.9 s of python's report).
+  uint32_t IndexOfLoaded(const internal::Module& m);
+
+  // A loaded module already indexed: its load bias, extent and path as the module map has them.
+  struct Loaded {
+    uint64_t load_bias;
+    uint64_t lo;
+    uint64_t hi;
+    std::string path;
+    uint32_t index;
+  };
+
   const ClosedModules* closed_;
   std::vector<DumpModule> modules_;
   std::map<std::pair<std::string, uint64_t>, uint32_t> index_;  // (path, bias) -> index
+  std::vector<Loaded> loaded_;
+  size_t last_loaded_ = 0;  // the one a frame was in last: consecutive frames share modules
 };
 
 }  // namespace stackwalk::leakcheck::dump

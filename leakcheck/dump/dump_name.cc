@@ -104,7 +104,7 @@ const std::string& DumpNamer::FileFor(uint32_t index) {
   return files_[index];
 }
 
-std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack) {
+std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up) {
   std::vector<SymbolizedFrame> named;
   for (int i = 0; i < static_cast<int>(stack.frames.size()); ++i) {
     const DumpFrame& frame = stack.frames[i];
@@ -119,7 +119,7 @@ std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack) {
     const DumpModule& m = dump_.modules[frame.module];
     const std::string& file = FileFor(frame.module);
     std::vector<SymbolizedFrame> found;
-    if (!file.empty()) {
+    if (!file.empty() && i < look_up) {
       // A return address: looked up a byte back, inside the call, as the symbolizer does.
       auto frames = symbolizer_->SymbolizeFile(file, frame.offset - 1);
       if (frames.ok()) found = std::move(*frames);

@@ -8,6 +8,7 @@
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_NAME_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_NAME_H_
 
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,10 @@ class DumpNamer {
   DumpNamer(const DumpContents& dump, NamingPlaces places);
 
   // A stack's frames, innermost first, each PC the program's (load bias + offset), its module
-  // the path the program saw; inlined frames share their frame's index.
-  std::vector<SymbolizedFrame> Name(const DumpStack& stack);
+  // the path the program saw; inlined frames share their frame's index. Only the first
+  // `look_up` frames are looked up in their files; the others keep their module and offset
+  // alone (a report names only the stacks it shows).
+  std::vector<SymbolizedFrame> Name(const DumpStack& stack, int look_up = INT_MAX);
 
   // The modules with frames to name that had no file to name them from, with why.
   const std::vector<std::string>& missing() const { return missing_; }

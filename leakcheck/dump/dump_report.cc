@@ -1,8 +1,10 @@
 #include "leakcheck/dump/dump_report.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/report_group.h"
@@ -78,7 +80,15 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   const std::map<uint32_t, uint32_t> stack_index = DenseNumbers(stack_ids);
   const std::map<uint32_t, uint32_t> thread_index = DenseNumbers(serials);
 
-  // The name stage: every stack, through the one namer.
+  // The name stage, through the one namer: in full the stacks the report may show (those of
+  // blocks not reachable, or every one with show_reachable); of the others only the first frame
+  // (GroupBlocks asks its function), the rest by module and offset (the library filters ask
+  // those). clang leaves ~27,000 reachable blocks from ~4,600 stacks at exit and shows 6.
+  const bool show_reachable = request.show_reachable.value_or(r.show_reachable);
+  std::set<uint32_t> shown;
+  for (const DumpBlock& b : dump.blocks) {
+    if (static_cast<Verdict>(b.verdict) != Verdict::kReachable) shown.insert(b.stack_id);
+  }
   std::vector<NamedStack> stacks(stack_index.size());
   for (const DumpStack& s : dump.stacks) {
     NamedStack& named = stacks[stack_index.at(s.id)];
@@ -89,7 +99,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
       named.pcs.push_back(static_cast<uintptr_t>(
           f.module == kUnknownModule ? f.offset : dump.modules[f.module].load_bias + f.offset));
     }
-    named.frames = namer->Name(s);
+    named.frames = namer->Name(s, show_reachable || shown.count(s.id) != 0 ? INT_MAX : 1);
   }
   if (!namer->missing().empty()) {
     report.naming_error = "no file for " + std::to_string(namer->missing().size()) +
@@ -124,8 +134,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   report.summary.scanned = dump.process.scanned;
   const std::string libraries = request.libraries.value_or(r.libraries);
   const std::string ignore_libraries = request.ignore_libraries.value_or(r.ignore_libraries);
-  FilterEntries(libraries.c_str(), ignore_libraries.c_str(),
-                request.show_reachable.value_or(r.show_reachable), &report);
+  FilterEntries(libraries.c_str(), ignore_libraries.c_str(), show_reachable, &report);
 
   // The label stage, from the dump's threads (by their serials in the program).
   std::map<uint32_t, const DumpThread*> by_serial;

@@ -1,7 +1,7 @@
 // SortByAddress: a snapshot of the live table in address order, for the scan's page index, with
 // the world stopped (no malloc). A least-significant-digit radix sort over the bits in which the
 // addresses differ: 1M blocks in two or three passes over 32 MB, where std::sort's comparisons
-// took twice the mark's time in the pause (docs/benchmarks.md).
+// took twice the mark's time in the pause (docs/leakcheck-benchmarks.md).
 #ifndef STACKWALK_LEAKCHECK_SCAN_SORT_BY_ADDRESS_H_
 #define STACKWALK_LEAKCHECK_SCAN_SORT_BY_ADDRESS_H_
 

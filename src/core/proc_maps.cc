@@ -116,27 +116,42 @@ bool ParseMapsLine(const char* line, size_t length, MapsLine* out) {
   return true;
 }
 
-bool FindMappingInMapsFd(int fd, uint64_t addr, Mapping* out) {
+bool FindMappingInMapsFd(int fd, uint64_t addr, Mapping* out, AddressRange* gap) {
+  if (gap != nullptr) *gap = AddressRange();
   MapsLineParser parser;
   char buf[256];
+  uint64_t previous_hi = 0;  // the end of the last line before `addr` (the text is sorted)
   for (;;) {
     long n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0) return false;
+    if (n == 0) {
+      if (gap != nullptr && parser.line().mapping.range.empty()) *gap = {previous_hi, ~uint64_t{0}};
+      return false;
+    }
     for (long i = 0; i < n; ++i) {
       const bool was_done = parser.perms_done();
       const bool line_ended = parser.Consume(buf[i]);
       if (parser.malformed()) return false;
-      if (!was_done && parser.perms_done() && parser.line().mapping.range.Contains(addr)) {
-        *out = parser.line().mapping;
-        return true;
+      if (!was_done && parser.perms_done()) {
+        const AddressRange& range = parser.line().mapping.range;
+        if (range.Contains(addr)) {
+          *out = parser.line().mapping;
+          return true;
+        }
+        if (range.lo > addr) {
+          if (gap != nullptr && previous_hi <= addr) *gap = {previous_hi, range.lo};
+          return false;
+        }
+        previous_hi = range.hi;
       }
       if (line_ended) parser = MapsLineParser();
     }
   }
 }
 
-bool FindMapping(uint64_t addr, Mapping* out) {
+bool FindMapping(uint64_t addr, Mapping* out, AddressRange* gap) {
+  if (gap != nullptr) *gap = AddressRange();
   int saved_errno = errno;  // a signal handler must leave errno as it found it
   int fd;
   do {
@@ -146,7 +161,7 @@ bool FindMapping(uint64_t addr, Mapping* out) {
     errno = saved_errno;
     return false;
   }
-  bool found = FindMappingInMapsFd(fd, addr, out);
+  bool found = FindMappingInMapsFd(fd, addr, out, gap);
   close(fd);
   errno = saved_errno;
   return found;

@@ -54,13 +54,16 @@ class MapsLineParser {
 bool ParseMapsLine(const char* line, size_t length, MapsLine* out);
 
 // Finds the mapping containing `addr` in the maps text readable from `fd` (e.g. an open
-// /proc/self/maps). Returns false if no line covers it or the text is malformed.
+// /proc/self/maps). Returns false if no line covers it or the text is malformed. When no line
+// covers it in a well-formed sorted text read to its end, and `gap` is given, *gap is the
+// unmapped range around `addr` (from the end of the line before it to the start of the line
+// after it, or to the end of the address space); else *gap is empty.
 // Signal safety: async-signal-safe (read() only, ~300 bytes of stack).
-bool FindMappingInMapsFd(int fd, uint64_t addr, Mapping* out);
+bool FindMappingInMapsFd(int fd, uint64_t addr, Mapping* out, AddressRange* gap = nullptr);
 
 // Opens /proc/self/maps and calls FindMappingInMapsFd.
 // Signal safety: async-signal-safe (open/read/close).
-bool FindMapping(uint64_t addr, Mapping* out);
+bool FindMapping(uint64_t addr, Mapping* out, AddressRange* gap = nullptr);
 
 }  // namespace stackwalk::internal
 

@@ -11,7 +11,7 @@
 // pages are zero until written and Clear() writes none, so a thread holds the pages its rules
 // and log touched. 4,096 entries: a compiler's allocation stacks (clang) cross more return
 // addresses than 1,024 hold; with 1,024 a capture missed 0.8 times on average (a CFI parse,
-// ~3,000 instructions), with 4,096 0.27 times (docs/benchmarks.md).
+// ~3,000 instructions), with 4,096 0.27 times (docs/leakcheck-benchmarks.md).
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
