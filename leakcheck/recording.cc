@@ -192,8 +192,10 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
     if (license) LicenseUnsampled(generation, mean, seed);
     return;
   }
-  RevokeUnsampled();  // what the recording itself allocates takes the full hook, as inside a guard
+  // What the recording itself allocates takes the full hook, as inside a guard (inside first:
+  // see ReentryGuard).
   t_inside_checker = true;
+  RevokeUnsampled();
   void* pcs[StackTable::kMaxFrames];
   int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
                              static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));

@@ -22,8 +22,11 @@ extern __thread bool t_inside_checker __attribute__((tls_model("initial-exec")))
 // on their fast path too.
 class ReentryGuard {
  public:
-  ReentryGuard() : was_inside_(t_inside_checker), licence_(RevokeUnsampled()) {
+  // Inside first, then the licence away: a signal handler allocating in between must not find
+  // this thread outside the checker and license it again for the guard's life.
+  ReentryGuard() : was_inside_(t_inside_checker) {
     t_inside_checker = true;
+    licence_ = RevokeUnsampled();
   }
   ~ReentryGuard() {
     t_inside_checker = was_inside_;

@@ -3,6 +3,7 @@
 // CheckMethod(), NativeStep() and the two loops WalkToArray() runs, FpLoop() and TableLoop().
 #include "walk/native_walk.h"
 
+#include <errno.h>
 #include <time.h>
 
 #include <atomic>
@@ -64,15 +65,22 @@ struct NotCodeRanges {
 constexpr uint64_t kNotCodeNs = 100 * 1000 * 1000;
 __attribute__((tls_model("initial-exec"))) thread_local NotCodeRanges t_not_code;
 
+// 0 if the clock cannot be read (a seccomp filter, an old kernel): nothing is then remembered
+// nor trusted, since no range could ever expire. errno is kept (a signal handler may be here).
 uint64_t CoarseNowNs() {
   timespec now{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  const int saved_errno = errno;
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0) {
+    errno = saved_errno;
+    return 0;
+  }
   return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
 }
 
 // A signal handler on this thread may rewrite a slot between the reads: the tag is read again
 // after the range, and a slot whose tag changed is not trusted.
 bool RememberedNotCode(uint64_t pc, uint64_t generation, uint64_t now_ns) {
+  if (now_ns == 0) return false;
   for (const NotCodeRange& r : t_not_code.range) {
     const uint64_t tag = r.tag;
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -84,6 +92,7 @@ bool RememberedNotCode(uint64_t pc, uint64_t generation, uint64_t now_ns) {
 }
 
 void RememberNotCode(uint64_t lo, uint64_t hi, uint64_t generation, uint64_t now_ns) {
+  if (now_ns == 0) return;
   Remember(t_not_code, generation, [&](NotCodeRange& r) {
     r.lo = lo;
     r.hi = hi;
