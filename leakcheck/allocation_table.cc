@@ -33,7 +33,9 @@ void WriteSlot(Slot& to, const Slot& from) {
   to.word[1] = from.word[1];
   to.word[2] = from.word[2];
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  to.word[0] = from.word[0];
+  // One store even on arm32, where a plain 64-bit store may be two and a kill between them would
+  // leave the address (the low half) with the thread bits of the high half still zero.
+  __atomic_store_n(&to.word[0], from.word[0], __ATOMIC_RELAXED);
 }
 
 // The first empty slot of bucket `b`, or -1.
