@@ -44,7 +44,7 @@ host_dump() {
 }
 
 # The in-process leak checks (left out of the sanitizer runs, see asan below; a check there also
-# reads the sanitizer's own mappings, terabytes under ASan, for minutes).
+# reads the sanitizer's own large mappings, for minutes under ASan).
 inprocess_checks='LeakcheckModes.InProcess(HooksOnly|StartAndStop|Session)|LeakcheckChecks.InProcess'
 
 for target in "${targets[@]}"; do
