@@ -1,18 +1,14 @@
 #include "leakcheck/timeline.h"
 
 #include <sched.h>
-#include <time.h>
 
+#include "core/coarse_clock.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/thread_registry.h"
 
 namespace stackwalk::leakcheck {
 
-uint64_t Timeline::CoarseNowNs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
+uint64_t Timeline::CoarseNowNs() { return internal::CoarseNowNs(); }
 
 void Timeline::Start(uint32_t interval_ms) {
   while (!TryLock()) sched_yield();

@@ -3,12 +3,10 @@
 // CheckMethod(), NativeStep() and the two loops WalkToArray() runs, FpLoop() and TableLoop().
 #include "walk/native_walk.h"
 
-#include <errno.h>
-#include <time.h>
-
 #include <atomic>
 #include <new>
 
+#include "core/coarse_clock.h"
 #include "core/dl_find_object.h"
 #include "core/proc_maps.h"
 #include "core/rule_cache.h"
@@ -56,7 +54,7 @@ struct NotCodeRange {
   uint64_t until_ns;  // CLOCK_MONOTONIC_COARSE
 };
 struct NotCodeRanges {
-  // Static TLS, of which a dlopen'ed libstackwalk has little: 128 bytes. Two slots read the maps
+  // Static TLS, of which a dlopen'ed libstackwalk has little: 136 bytes. Two slots read the maps
   // twice as often as four in clang (1,932 against 960 times).
   static constexpr int kCount = 4;
   NotCodeRange range[kCount];
@@ -65,20 +63,9 @@ struct NotCodeRanges {
 constexpr uint64_t kNotCodeNs = 100 * 1000 * 1000;
 __attribute__((tls_model("initial-exec"))) thread_local NotCodeRanges t_not_code;
 
-// 0 if the clock cannot be read (a seccomp filter, an old kernel): nothing is then remembered
-// nor trusted, since no range could ever expire. errno is kept (a signal handler may be here).
-uint64_t CoarseNowNs() {
-  timespec now{};
-  const int saved_errno = errno;
-  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0) {
-    errno = saved_errno;
-    return 0;
-  }
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
-
 // A signal handler on this thread may rewrite a slot between the reads: the tag is read again
 // after the range, and a slot whose tag changed is not trusted.
+// now_ns 0 (no clock): nothing is trusted, since no range could ever expire.
 bool RememberedNotCode(uint64_t pc, uint64_t generation, uint64_t now_ns) {
   if (now_ns == 0) return false;
   for (const NotCodeRange& r : t_not_code.range) {
