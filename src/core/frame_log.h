@@ -1,12 +1,12 @@
-// FrameLog: the frames of a thread's last complete walk on x86_64 or aarch64 (a CFI walk or a
-// frame-pointer walk, told apart by Tag()), with the stack slots each step read, so that the next
+// FrameLog: the frames of a thread's last complete CFI walk on x86_64 or aarch64 (EHFRAME or
+// AUTO, told apart by Tag()), with the stack slots each step read, so that the next
 // walk can reuse every frame whose slots still hold the same values ("validated incremental
 // unwinding"; nwind/bytehound reach the same end by patching return addresses, which breaks
 // exceptions and longjmp, while this only reads). The walk records and replays it
 // (walk/walk_cfi-inl.inc); it lives here, in core, because the thread's RuleCache holds it.
 //
 // Why it is exact: a cached step's result is a function of the frame's (pc, sp, fp), the rule
-// for pc (same module generation; for a frame-pointer step, the one formula) and the slots it
+// for pc (same module generation) and the slots it
 // reads. Once a new walk reaches a frame whose
 // (pc, sp, fp) equals a logged one, each following logged frame is what a fresh step would give
 // as long as the slots its predecessor read are unchanged; the first changed slot hands the
@@ -48,16 +48,12 @@ class FrameLog {
   };
 
   // What a log is valid for: the module map generation (rules may change with it) and the
-  // method (a frame-pointer walk must not replay frames CFI found, nor the reverse).
+  // method (an AUTO walk may take frame-pointer steps an EHFRAME walk must not replay).
   static uint64_t Tag(uint64_t generation, int method) { return generation * 8 + 1 + method; }
 
   // ---- recording the walk in progress ----
-  // `marks_recorded`: every frame this walk records already carries the kFpMatters mark and fp
-  // slot MarkFpMatters would give it (a frame-pointer walk: each step computes the CFA from fp,
-  // so fp matters at every frame), and the commits skip that pass over the frames.
-  void BeginWalk(uint64_t generation, bool marks_recorded = false) {
+  void BeginWalk(uint64_t generation) {
     walk_generation_ = generation;
-    marks_recorded_ = marks_recorded;
     walk_region_lo_ = walk_region_hi_ = 0;
     scratch_n_ = 0;
     scratch_ok_ = true;
@@ -122,7 +118,7 @@ class FrameLog {
     }
     first_ = j - scratch_n_;
     std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
-    if (!marks_recorded_) MarkFpMatters(log_, first_, j);
+    MarkFpMatters(log_, first_, j);
   }
   // A replay from logged frame `j` found the slots of frame `k` changed: the walk goes on with
   // ordinary steps from frame k (whose pc, sp and fp are still right). The log is kept: the
@@ -154,7 +150,7 @@ class FrameLog {
       std::memcpy(static_cast<void*>(&log_[tail]), scratch_, sizeof(Frame) * oldest);
       first_ = 0;
     }
-    if (!marks_recorded_) MarkFpMatters(log_, first_, kCapacity);
+    MarkFpMatters(log_, first_, kCapacity);
     generation_ = walk_generation_;
     region_lo_ = walk_region_lo_;
     region_hi_ = walk_region_hi_;
@@ -202,7 +198,7 @@ class FrameLog {
     }
     const uint32_t matters_before = log_[k].flags & kFpMatters;
     std::memcpy(static_cast<void*>(&log_[k]), scratch_, sizeof(Frame) * scratch_n_);
-    if (!marks_recorded_) MarkFpMatters(log_, k, j);
+    MarkFpMatters(log_, k, j);
     // The frames before k dropped or kept their fp-slot checks by whether fp mattered at k.
     if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
   }
@@ -213,7 +209,6 @@ class FrameLog {
   int cursor_ = kCapacity;
   int scratch_n_ = 0;
   bool scratch_ok_ = false;
-  bool marks_recorded_ = false;
   int splice_from_ = -1;  // after a divergence: the logged frame the scratch frames start at
   uint64_t generation_ = 0;
   uint64_t walk_generation_ = 0;
