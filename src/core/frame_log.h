@@ -24,6 +24,7 @@ namespace stackwalk::internal {
 class FrameLog {
  public:
   static constexpr int kCapacity = 256;
+  static_assert((kCapacity & (kCapacity - 1)) == 0, "the ring's index is a mask");
 
   struct Frame {
     uint64_t pc;
@@ -101,6 +102,58 @@ class FrameLog {
       walk_region_hi_ = hi;
     }
   }
+
+  // ---- a run of steps: matching and recording with the walk's state in registers ----
+  // A copy of the log's walk state (the cursor, the recording) that a loop matches and records
+  // through, written back by Store(): the loop's own variables, not the log's members, which
+  // every store into the stack or the output could otherwise alias. Empty (matching nothing,
+  // recording nothing) when default-constructed, for a walk without a log.
+  class Walker {
+   public:
+    Walker() = default;
+    explicit Walker(FrameLog& log)
+        : log_frames_(log.log_),
+          scratch_(log.scratch_),
+          cursor_(log.cursor_),
+          scratch_n_(log.scratch_n_),
+          scratch_ok_(log.scratch_ok_),
+          usable_(log.first_ != kCapacity && log.generation_ != 0 &&
+                  log.walk_generation_ == log.generation_) {}
+    // As FrameLog::Match, FrameLog::Record and FrameLog::Break.
+    int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
+      if (!usable_) return -1;
+      while (cursor_ < kCapacity && log_frames_[cursor_].sp < sp) ++cursor_;
+      if (cursor_ == kCapacity) return -1;
+      const Frame& f = log_frames_[cursor_];
+      if (f.sp != sp || f.pc != pc || ((f.flags & kExact) != 0) != exact) return -1;
+      if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {
+        return -1;
+      }
+      ++matches_;
+      return cursor_;
+    }
+    void Record(const Frame& f) {
+      if (!scratch_ok_) return;
+      scratch_[static_cast<unsigned>(scratch_n_) % kCapacity] = f;  // a mask: kCapacity is 2^k
+      ++scratch_n_;
+    }
+    void Break() { scratch_ok_ = false; }
+    void Store(FrameLog& log) const {
+      log.cursor_ = cursor_;
+      log.scratch_n_ = scratch_n_;
+      log.scratch_ok_ = scratch_ok_;
+      log.matches_ += matches_;
+    }
+
+   private:
+    const Frame* log_frames_ = nullptr;
+    Frame* scratch_ = nullptr;
+    int cursor_ = kCapacity;
+    int scratch_n_ = 0;
+    bool scratch_ok_ = false;
+    bool usable_ = false;
+    uint64_t matches_ = 0;
+  };
 
   // ---- committing ----
   // The walk matched logged frame `j` and replayed through the logged end of the stack (or up
