@@ -1,5 +1,6 @@
-// The frame log on real stacks: repeated captures replay logged frames, and a frame reached
-// with the same (pc, sp) through another caller is caught by its changed return-address slot.
+// The frame logs on real stacks (FrameLog for CFI walks, FpChainLog for frame-pointer walks):
+// repeated captures replay logged frames, and a frame reached with the same (pc, sp) through
+// another caller is caught by its changed return-address slot.
 #include "core/frame_log.h"
 
 #include <gtest/gtest.h>
@@ -18,9 +19,10 @@ struct Trace {
   int n = 0;
 };
 
+// Frames either log served: the CFI walk's FrameLog or the frame-pointer walk's FpChainLog.
 uint64_t ReplayedSoFar() {
   RuleCache* cache = RuleCache::Acquire();
-  uint64_t n = cache != nullptr ? cache->log().replayed_frames() : 0;
+  uint64_t n = cache != nullptr ? cache->log().replayed_frames() + cache->fp_log().replayed() : 0;
   if (cache != nullptr) cache->Release();
   return n;
 }
@@ -39,8 +41,7 @@ using stackwalk::internal::MatchesSoFar;
 using stackwalk::internal::ReplayedSoFar;
 using stackwalk::internal::Trace;
 
-// The method under test: the CFI walk and the frame-pointer walk both keep the log (this file
-// is built with frame pointers for the latter).
+// The method under test: the CFI walk, alone or within AUTO, keeps the log.
 static stackwalk_method g_method = STACKWALK_EHFRAME;
 
 extern "C" {
@@ -253,33 +254,93 @@ TEST(FrameLogCfi, SkipAndMaxWithALoggedStack) {
   EXPECT_EQ(some[2], all[3]);
 }
 
-// A frame-pointer walk records each frame with the marks its commit used to compute over the
-// log (FrameLog::MarkFpMatters), and skips that pass: what it recorded must be exactly what the
-// pass would give, after a whole walk, a replay from the first frame and splices.
-TEST(FrameLogFp, RecordedMarksAreTheOnesTheCommitWouldCompute) {
+// The frame-pointer walk's own log (FpChainLog): every capture checked against the same capture
+// made without the thread's cache, where nothing is logged or replayed.
+TEST(FpChainLog, RepeatedCapturesReplayEveryRecordAndStayExact) {
   g_method = STACKWALK_FP;
-  void (*const seq[])(Trace*) = {log_via_a,     log_via_a,     log_through_a, log_through_b,
-                                 log_through_a, log_through_b, log_via_b};
-  for (auto* fn : seq) {
-    Trace t;
-    Invoke(fn, &t);
-    ASSERT_GT(t.n, 4);
-    auto* cache = stackwalk::internal::RuleCache::Acquire();
-    ASSERT_NE(cache, nullptr);
-    using Log = stackwalk::internal::FrameLog;
-    const Log& log = cache->log();
-    ASSERT_LT(log.first(), Log::kCapacity) << "the walk left no log";
-    static Log::Frame recorded[Log::kCapacity], marked[Log::kCapacity];
-    for (int i = log.first(); i < Log::kCapacity; ++i) recorded[i] = marked[i] = log.frame(i);
-    cache->Release();
-    Log::MarkFpMatters(marked, log.first(), Log::kCapacity);
-    for (int i = log.first(); i < Log::kCapacity; ++i) {
-      EXPECT_EQ(recorded[i].flags, marked[i].flags) << i;
-      EXPECT_EQ(recorded[i].fp_addr, marked[i].fp_addr) << i;
-      EXPECT_EQ(recorded[i].fp_val, marked[i].fp_val) << i;
-    }
-  }
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_a};
+  Trace cached[4], reference[4];
+  uint64_t replayed = 0;
+  RunBoth(seq, 4, cached, reference, &replayed);
+  ExpectSame(cached, reference, 4);
+  // Every frame after the capture's own comes from a record the last capture logged.
+  EXPECT_EQ(replayed, static_cast<uint64_t>(cached[3].n));
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, FrameLog, ::testing::Values(STACKWALK_EHFRAME, STACKWALK_FP),
-                         [](const auto& info) { return info.param == STACKWALK_FP ? "Fp" : "EhFrame"; });
+TEST(FpChainLog, ChangedReturnAddressSlotIsCaught) {
+  g_method = STACKWALK_FP;
+  // log_leaf's record sits at the same address under both callers; only its return address
+  // tells them apart.
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_b, log_via_a};
+  Trace cached[5], reference[5];
+  uint64_t replayed = 0;
+  RunBoth(seq, 5, cached, reference, &replayed);
+  ExpectSame(cached, reference, 5);
+  EXPECT_NE(cached[3].pcs[1], cached[2].pcs[1]) << "the two callers must differ";
+  EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
+  EXPECT_GT(replayed, 0u);
+}
+
+TEST(FpChainLog, AChangedMiddleRecordIsSteppedAndTheRecordsAroundItReplay) {
+  g_method = STACKWALK_FP;
+  // Alternating middles: each capture replays the inner records, finds the middle's changed,
+  // steps it and joins the logged outer records again.
+  void (*const seq[])(Trace*) = {log_through_a, log_through_a, log_through_b, log_through_a,
+                                 log_through_b, log_through_a, log_through_b};
+  constexpr int n = 7;
+  Trace cached[n], reference[n];
+  uint64_t replayed = 0;
+  RunBoth(seq, n, cached, reference, &replayed);
+  ExpectSame(cached, reference, n, 7);
+  EXPECT_NE(cached[2].pcs[2], cached[1].pcs[2]) << "the two middles must differ";
+  // At most the records whose words changed (the middle's and its neighbours') are stepped.
+  EXPECT_GE(replayed + 4, static_cast<uint64_t>(cached[n - 1].n));
+}
+
+extern "C" {
+// A capture three frame records deep (gtest's own frames have none).
+__attribute__((noinline)) int fp_capture_1(void** pcs, int max, int skip) {
+  int n = stackwalk::Capture(pcs, max, stackwalk::Method::kFramePointer, skip);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+__attribute__((noinline)) int fp_capture_2(void** pcs, int max, int skip) {
+  int n = fp_capture_1(pcs, max, skip);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+__attribute__((noinline)) int fp_capture_3(void** pcs, int max, int skip) {
+  int n = fp_capture_2(pcs, max, skip);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+}
+
+// One call site for every capture, so that only the test body's own frame differs.
+__attribute__((noinline)) static int FpCaptureHere(void** pcs, int max, int skip) {
+  int n = fp_capture_3(pcs, max, skip);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+
+TEST(FpChainLog, SkipAndMaxThroughTheLog) {
+  // pcs[0..3]: fp_capture_1, _2, _3 and FpCaptureHere; then the test body's call site.
+  void* all[64];
+  int n_all = 0;
+  for (int i = 0; i < 3; ++i) n_all = FpCaptureHere(all, 64, 0);
+  ASSERT_GE(n_all, 5);
+  // Skip and truncation through a replay of the same records.
+  void* some[3];
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(FpCaptureHere(some, 3, 1), 3);
+  EXPECT_EQ(some[0], all[1]);
+  EXPECT_EQ(some[1], all[2]);
+  EXPECT_EQ(some[2], all[3]);
+  // A short capture leaves a short log: the next full one replays it and steps the rest.
+  void* again[64];
+  ASSERT_EQ(FpCaptureHere(again, 64, 0), n_all);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(again[i], all[i]) << i;
+}
+
+// The two methods that walk CFI keep FrameLog; a frame-pointer walk keeps FpChainLog (above).
+INSTANTIATE_TEST_SUITE_P(Methods, FrameLog, ::testing::Values(STACKWALK_EHFRAME, STACKWALK_AUTO),
+                         [](const auto& info) { return info.param == STACKWALK_AUTO ? "Auto" : "EhFrame"; });

@@ -1,12 +1,12 @@
-// FrameLog: the frames of a thread's last complete walk on x86_64 or aarch64 (a CFI walk or a
-// frame-pointer walk, told apart by Tag()), with the stack slots each step read, so that the next
+// FrameLog: the frames of a thread's last complete CFI walk on x86_64 or aarch64 (EHFRAME or
+// AUTO, told apart by Tag()), with the stack slots each step read, so that the next
 // walk can reuse every frame whose slots still hold the same values ("validated incremental
 // unwinding"; nwind/bytehound reach the same end by patching return addresses, which breaks
 // exceptions and longjmp, while this only reads). The walk records and replays it
 // (walk/walk_cfi-inl.inc); it lives here, in core, because the thread's RuleCache holds it.
 //
 // Why it is exact: a cached step's result is a function of the frame's (pc, sp, fp), the rule
-// for pc (same module generation; for a frame-pointer step, the one formula) and the slots it
+// for pc (same module generation) and the slots it
 // reads. Once a new walk reaches a frame whose
 // (pc, sp, fp) equals a logged one, each following logged frame is what a fresh step would give
 // as long as the slots its predecessor read are unchanged; the first changed slot hands the
@@ -24,6 +24,7 @@ namespace stackwalk::internal {
 class FrameLog {
  public:
   static constexpr int kCapacity = 256;
+  static_assert((kCapacity & (kCapacity - 1)) == 0, "the ring's index is a mask");
 
   struct Frame {
     uint64_t pc;
@@ -48,16 +49,12 @@ class FrameLog {
   };
 
   // What a log is valid for: the module map generation (rules may change with it) and the
-  // method (a frame-pointer walk must not replay frames CFI found, nor the reverse).
+  // method (an AUTO walk may take frame-pointer steps an EHFRAME walk must not replay).
   static uint64_t Tag(uint64_t generation, int method) { return generation * 8 + 1 + method; }
 
   // ---- recording the walk in progress ----
-  // `marks_recorded`: every frame this walk records already carries the kFpMatters mark and fp
-  // slot MarkFpMatters would give it (a frame-pointer walk: each step computes the CFA from fp,
-  // so fp matters at every frame), and the commits skip that pass over the frames.
-  void BeginWalk(uint64_t generation, bool marks_recorded = false) {
+  void BeginWalk(uint64_t generation) {
     walk_generation_ = generation;
-    marks_recorded_ = marks_recorded;
     walk_region_lo_ = walk_region_hi_ = 0;
     scratch_n_ = 0;
     scratch_ok_ = true;
@@ -106,6 +103,58 @@ class FrameLog {
     }
   }
 
+  // ---- a run of steps: matching and recording with the walk's state in registers ----
+  // A copy of the log's walk state (the cursor, the recording) that a loop matches and records
+  // through, written back by Store(): the loop's own variables, not the log's members, which
+  // every store into the stack or the output could otherwise alias. Empty (matching nothing,
+  // recording nothing) when default-constructed, for a walk without a log.
+  class Walker {
+   public:
+    Walker() = default;
+    explicit Walker(FrameLog& log)
+        : log_frames_(log.log_),
+          scratch_(log.scratch_),
+          cursor_(log.cursor_),
+          scratch_n_(log.scratch_n_),
+          scratch_ok_(log.scratch_ok_),
+          usable_(log.first_ != kCapacity && log.generation_ != 0 &&
+                  log.walk_generation_ == log.generation_) {}
+    // As FrameLog::Match, FrameLog::Record and FrameLog::Break.
+    int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
+      if (!usable_) return -1;
+      while (cursor_ < kCapacity && log_frames_[cursor_].sp < sp) ++cursor_;
+      if (cursor_ == kCapacity) return -1;
+      const Frame& f = log_frames_[cursor_];
+      if (f.sp != sp || f.pc != pc || ((f.flags & kExact) != 0) != exact) return -1;
+      if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {
+        return -1;
+      }
+      ++matches_;
+      return cursor_;
+    }
+    void Record(const Frame& f) {
+      if (!scratch_ok_) return;
+      scratch_[static_cast<unsigned>(scratch_n_) % kCapacity] = f;  // a mask: kCapacity is 2^k
+      ++scratch_n_;
+    }
+    void Break() { scratch_ok_ = false; }
+    void Store(FrameLog& log) const {
+      log.cursor_ = cursor_;
+      log.scratch_n_ = scratch_n_;
+      log.scratch_ok_ = scratch_ok_;
+      log.matches_ += matches_;
+    }
+
+   private:
+    const Frame* log_frames_ = nullptr;
+    Frame* scratch_ = nullptr;
+    int cursor_ = kCapacity;
+    int scratch_n_ = 0;
+    bool scratch_ok_ = false;
+    bool usable_ = false;
+    uint64_t matches_ = 0;
+  };
+
   // ---- committing ----
   // The walk matched logged frame `j` and replayed through the logged end of the stack (or up
   // to a changed slot, see Diverged): what it recorded before reaching j goes into the log.
@@ -122,7 +171,7 @@ class FrameLog {
     }
     first_ = j - scratch_n_;
     std::memcpy(static_cast<void*>(&log_[first_]), scratch_, sizeof(Frame) * scratch_n_);
-    if (!marks_recorded_) MarkFpMatters(log_, first_, j);
+    MarkFpMatters(log_, first_, j);
   }
   // A replay from logged frame `j` found the slots of frame `k` changed: the walk goes on with
   // ordinary steps from frame k (whose pc, sp and fp are still right). The log is kept: the
@@ -154,7 +203,7 @@ class FrameLog {
       std::memcpy(static_cast<void*>(&log_[tail]), scratch_, sizeof(Frame) * oldest);
       first_ = 0;
     }
-    if (!marks_recorded_) MarkFpMatters(log_, first_, kCapacity);
+    MarkFpMatters(log_, first_, kCapacity);
     generation_ = walk_generation_;
     region_lo_ = walk_region_lo_;
     region_hi_ = walk_region_hi_;
@@ -202,7 +251,7 @@ class FrameLog {
     }
     const uint32_t matters_before = log_[k].flags & kFpMatters;
     std::memcpy(static_cast<void*>(&log_[k]), scratch_, sizeof(Frame) * scratch_n_);
-    if (!marks_recorded_) MarkFpMatters(log_, k, j);
+    MarkFpMatters(log_, k, j);
     // The frames before k dropped or kept their fp-slot checks by whether fp mattered at k.
     if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
   }
@@ -213,7 +262,6 @@ class FrameLog {
   int cursor_ = kCapacity;
   int scratch_n_ = 0;
   bool scratch_ok_ = false;
-  bool marks_recorded_ = false;
   int splice_from_ = -1;  // after a divergence: the logged frame the scratch frames start at
   uint64_t generation_ = 0;
   uint64_t walk_generation_ = 0;

@@ -81,6 +81,7 @@ RuleCache* RuleCache::AcquireSlow() {
 void RuleCache::Clear() {
   ++clears_;  // every entry's tag is now stale; the table's pages stay untouched
   log_.Invalidate();
+  fp_log_.Invalidate();
 }
 
 int RuleCache::TablesInUse() {

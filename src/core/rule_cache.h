@@ -4,9 +4,9 @@
 // a signal handler that unwinds while its thread is inside the cache bypasses it instead of
 // reading a half-written entry.
 //
-// Memory: at most 160 KiB per thread that unwinds with tables, or with frame pointers on
-// x86_64/aarch64 (kEntries * 32 bytes of rules and a 32 KiB FrameLog, checked below), from a fixed
-// pool of kMaxTables tables (40 MiB at most) taken from the mmap arena on first use and given
+// Memory: at most 163 KiB per thread that unwinds with tables, or with frame pointers on
+// x86_64/aarch64 (kEntries * 32 bytes of rules, a 32 KiB FrameLog and a 3 KiB FpChainLog, checked
+// below), from a fixed pool of kMaxTables tables (41 MiB at most) taken from the mmap arena on first use and given
 // back when the thread exits; a thread that finds the pool empty unwinds uncached. The arena's
 // pages are zero until written and Clear() writes none, so a thread holds the pages its rules
 // and log touched. 4,096 entries: a compiler's allocation stacks (clang) cross more return
@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/compact_rule.h"
+#include "core/fp_chain_log.h"
 #include "core/frame_log.h"
 
 namespace stackwalk::internal {
@@ -76,8 +77,9 @@ class RuleCache {
   // Forgets every rule (by moving to the next clear count, not by writing the table) and the log.
   void Clear();
 
-  // The thread's log of its last complete walk.
+  // The thread's log of its last complete CFI walk, and of its last frame-pointer walk.
   FrameLog& log() { return log_; }
+  FpChainLog& fp_log() { return fp_log_; }
 
   // How many pool tables threads hold now (tests: exited threads give theirs back).
   static int TablesInUse();
@@ -89,7 +91,7 @@ class RuleCache {
     CompactRule rule;
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
-  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) <= (160 + 1) * 1024,
+  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) + sizeof(FpChainLog) <= (163 + 1) * 1024,
                 "the per-thread bound documented above");
 
 
@@ -113,6 +115,7 @@ class RuleCache {
 
   Entry entries_[kEntries];
   FrameLog log_;  // at a multiple of 64 bytes from the table's start: a logged frame a line
+  FpChainLog fp_log_;
   uint16_t clears_ = 0;
 };
 

@@ -138,6 +138,32 @@ bool StepEnv::IsCodeSlow(uint64_t pc) const {
   return true;
 }
 
+namespace {
+// The remembered code range of generation tag - 1 holding `pc`, as a span; span 0 if none. A
+// signal handler on this thread may rewrite a slot between the reads (Remember): the tag is read
+// again after the range, and a slot whose tag changed is not used.
+CodeSpan RememberedCodeSpan(uint64_t pc, uint64_t tag) {
+  for (const LastCodeRange& r : t_last_code.range) {
+    const uint64_t before = r.tag;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const uint64_t lo = r.lo, hi = r.hi;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (before == tag && r.tag == tag && pc - lo < hi - lo) return CodeSpan{lo, hi - lo};
+  }
+  return CodeSpan{0, 0};
+}
+}  // namespace
+
+__attribute__((noinline)) CodeSpan StepEnv::ReturnAddressSpan(uint64_t ra) const {
+  const uint64_t tag = Generation() + 1;
+  const uint64_t call = ra - 1;
+  CodeSpan span = RememberedCodeSpan(call, tag);
+  if (span.span != 0) return span;
+  if (!IsReturnAddress(ra, false)) return CodeSpan{0, 0};
+  span = RememberedCodeSpan(call, tag);  // the range the check may have remembered
+  return span.span != 0 ? span : CodeSpan{call, 1};  // else this return address alone
+}
+
 const ModuleSnapshot* StepEnv::Snapshot() const {
   if (reader_ == nullptr) reader_ = new (reader_storage_) ModuleMap::Reader(ModuleMap::Global());
   return reader_->snapshot();

@@ -34,6 +34,12 @@ struct LastCodeRanges {
 };
 extern __attribute__((tls_model("initial-exec"))) thread_local LastCodeRanges t_last_code;
 
+// [lo, lo + span): a range of code, checked as `pc - lo < span`.
+struct CodeSpan {
+  uint64_t lo;
+  uint64_t span;
+};
+
 // What a step reads besides the stack: the module snapshot, pinned on first use only, so that
 // a frame-pointer walk on x86_64/aarch64 touches it only to check the return addresses of frames
 // the thread's frame log does not know yet. One per walk, or per Cursor::Step.
@@ -69,6 +75,12 @@ class StepEnv {
   bool IsReturnAddress(uint64_t pc, bool exact) const {
     return (!exact && IsCode(pc - 1)) || IsCode(pc);
   }
+  // Whether `ra` is a return address (IsReturnAddress(ra, false)), as a code range holding its
+  // call (ra - 1), for a loop to check the next return addresses against by itself (next - 1 -
+  // lo < span): span 0 if `ra` is not one; {ra - 1, 1}, which only `ra` itself passes, if no
+  // remembered range holds ra - 1. Valid for this walk: the range is of the walk's generation.
+  // Out of line: the loops that call it keep their state in registers.
+  CodeSpan ReturnAddressSpan(uint64_t ra) const;
   NativeLocator locator() const { return NativeLocator(Snapshot()); }
   NativeExidxLocator exidx_locator() const { return NativeExidxLocator(Snapshot()); }
 
