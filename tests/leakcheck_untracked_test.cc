@@ -2,9 +2,9 @@
 // program run under stackwalk-leakcheck with a "real allocator" preloaded after the checker
 // (tests/fixtures/unaligned_allocator.c) that hands out 3 blocks not 8-byte aligned, which the
 // live table's slot refuses. The text report says so in its header and under its SUMMARY line;
-// the JSON report's summary carries the counts; the dump carries them to stackwalk-report; a
-// killed program's report (read from its record region) has them too; and a run without the
-// odd allocator says nothing of the kind.
+// the JSON report's summary carries the counts; the dump carries them to stackwalk-report (its
+// leak report and its profile views); a killed program's report (read from its record region)
+// has them too; and a run without the odd allocator says nothing of the kind.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -106,6 +106,25 @@ TEST(LeakcheckUntracked, TheDumpCarriesTheCountsToStackwalkReport) {
                             .c_str()),
             0);
   EXPECT_EQ(UntrackedOfJson(ReadFile(json)), "3 " + kBytes + " 3 0\n") << ReadFile(json);
+  // The profile views of the same dump say so too: the peak lacks those blocks.
+  const std::string view = ::testing::TempDir() + "untracked.view.txt";
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " --view peak " + dump + " >" + view)
+                            .c_str()),
+            0);
+  const std::string peak = ReadFile(view);
+  EXPECT_EQ(peak.rfind("*** 3 allocation(s) (" + kBytes +
+                           " bytes) could not be tracked: in no figure of this view\n",
+                       0),
+            0u)
+      << peak;
+  const std::string page = ::testing::TempDir() + "untracked.view.html";
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " --format html " + dump + " >" + page)
+                            .c_str()),
+            0);
+  // The page's summary row, its bytes grouped in thousands (120,279).
+  EXPECT_NE(ReadFile(page).find("3 allocation(s) (" + kBytes.substr(0, 3) + "," + kBytes.substr(3) +
+                                " bytes) could not be tracked: in no view"),
+            std::string::npos);
 }
 
 // Killed: the launcher reads the record region, whose header keeps the counts.
