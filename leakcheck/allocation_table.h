@@ -34,9 +34,9 @@ class AllocationTable {
   // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
   // of memory (the table could not grow, the filter's counts could not be mapped) or if a slot
   // cannot hold it (SlotHolds: an address above 2^48 or unaligned, a block of 1 TiB or more):
-  // the allocation goes untracked, counted in untracked() (untracked.h). A block at the same address
-  // whose free was missed is replaced, and copied to `*replaced` if given (else its address
-  // there is 0).
+  // the allocation goes untracked, counted in untracked() (untracked.h). A block at the same
+  // address whose free was missed is replaced, and copied to `*replaced` if given (else its
+  // address there is 0).
   bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
               uint64_t sequence, Allocation* replaced = nullptr);
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
