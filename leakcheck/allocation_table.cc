@@ -183,11 +183,14 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
                              uint64_t sequence, Allocation* replaced) {
   if (replaced != nullptr) replaced->address = 0;
   if (!SlotHolds(address, size)) {
-    refused_.fetch_add(1, std::memory_order_relaxed);
+    untracked_.Count(UntrackedWhy::kRefused, size);
     return false;
   }
   // Counted in the filter before the block can be found: a free that finds it sees its count.
-  if (recorded_ != nullptr && !recorded_->Add(address)) return false;
+  if (recorded_ != nullptr && !recorded_->Add(address)) {
+    untracked_.Count(UntrackedWhy::kNoMemory, size);
+    return false;
+  }
   const Slot packed = PackAllocation(Allocation{address, size, sequence, stack_id, thread});
   const uint64_t at = uint64_t{address} >> 3;
   const uint64_t hash = Hash(at);
@@ -196,6 +199,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   const uint64_t live = shard.live.load(std::memory_order_relaxed);
   if (live >= shard.grow_at && !Resize(shard, live + 1)) {
     if (recorded_ != nullptr) recorded_->Remove(address);
+    untracked_.Count(UntrackedWhy::kNoMemory, size);
     return false;
   }
   // The block if its free was missed (in either bucket), else an empty slot.
@@ -224,6 +228,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
     do {
       if (!Resize(shard, uint64_t{shard.buckets} * kBucketSlots * kResizeTo / 1000 * 9 / 8 + 1)) {
         if (recorded_ != nullptr) recorded_->Remove(address);
+        untracked_.Count(UntrackedWhy::kNoMemory, size);
         return false;
       }
     } while (!Place(shard.slots, shard.buckets, &shard.kick, packed, at, hash));

@@ -19,6 +19,7 @@
 #include "leakcheck/allocation_slot.h"
 #include "leakcheck/recorded_filter.h"
 #include "leakcheck/spin_lock.h"
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck {
 
@@ -31,10 +32,11 @@ class AllocationTable {
   constexpr explicit AllocationTable(RecordedFilter* recorded = nullptr) : recorded_(recorded) {}
 
   // Records a live allocation made at `sequence` (from ReserveSequences). Returns false if out
-  // of memory or if a slot cannot hold it (SlotHolds: an address above 2^48, a block of 1 TiB
-  // or more; counted in refused()): the allocation goes untracked. A block at the same address
-  // whose free was missed is replaced, and copied to `*replaced` if given (else its address
-  // there is 0).
+  // of memory (the table could not grow, the filter's counts could not be mapped) or if a slot
+  // cannot hold it (SlotHolds: an address above 2^48 or unaligned, a block of 1 TiB or more):
+  // the allocation goes untracked, counted in untracked() (untracked.h). A block at the same
+  // address whose free was missed is replaced, and copied to `*replaced` if given (else its
+  // address there is 0).
   bool Insert(uintptr_t address, uint64_t size, uint32_t stack_id, int32_t thread,
               uint64_t sequence, Allocation* replaced = nullptr);
   // Forgets an allocation; returns false if it was not tracked (allocated before the checker
@@ -98,8 +100,11 @@ class AllocationTable {
   uint64_t live_count() const;
   uint64_t live_bytes() const;
   size_t table_bytes() const { return table_bytes_.load(std::memory_order_relaxed); }
-  // Allocations Insert could not keep in a slot (SlotHolds): untracked, never kept wrong.
-  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  // Allocations Insert could not record, and why (untracked.h); since the table was made (Clear
+  // keeps them: a block untracked in one in-process session may still be live in the next).
+  UntrackedCounts untracked() const { return untracked_.Read(); }
+  // Of them, those a slot cannot hold (SlotHolds): untracked, never kept wrong.
+  uint64_t refused() const { return untracked().refused; }
 
   void LockAll();    // around fork()
   void UnlockAll();
@@ -170,7 +175,7 @@ class AllocationTable {
   Shard shards_[kShards];
   std::atomic<uint64_t> sequence_{0};
   std::atomic<size_t> table_bytes_{0};
-  std::atomic<uint64_t> refused_{0};
+  UntrackedCounter untracked_;
 };
 
 }  // namespace stackwalk::leakcheck

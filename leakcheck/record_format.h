@@ -19,8 +19,10 @@
 namespace stackwalk::leakcheck::record {
 
 constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
-// 2: the header keeps the process's peak; 3: live blocks in packed 24-byte slots (AllocationSlot)
-constexpr uint32_t kVersion = 3;
+// 2: the header keeps the process's peak; 3: live blocks in packed 24-byte slots (AllocationSlot);
+// 4: the header keeps the untracked allocations (untracked.h). The reader takes its own version
+// only (launcher and library come from one build): another is refused with a line saying so.
+constexpr uint32_t kVersion = 4;
 
 // The environment variable naming the region's descriptor in the checked program, and the
 // descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
@@ -79,6 +81,11 @@ struct Header {
   uint64_t lost_extents;     // mappings kept out of the region (recorded privately: not readable)
   uint64_t exit_reported;    // RecordEnd (atomic): whether the record still says how the process ended
   uint64_t peak_bytes;       // the process's recorded live bytes at their peak (atomic, only raised)
+  // The allocations the checker could not record (untracked.h: refused by the slot, dropped for
+  // lack of memory) and their bytes (atomic, only raised; version 4 on).
+  uint64_t untracked_refused;
+  uint64_t untracked_no_memory;
+  uint64_t untracked_bytes;
   char program[256];         // the executable's path, NUL-terminated
   Extent extents[kExtentCapacity];
 };

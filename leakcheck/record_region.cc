@@ -503,6 +503,9 @@ bool MoveToOwnRegion() {
   auto* header = static_cast<Header*>(mapped);
   std::memcpy(header->program, g_header->program, sizeof(header->program));
   header->peak_bytes = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
+  header->untracked_refused = __atomic_load_n(&g_header->untracked_refused, __ATOMIC_RELAXED);
+  header->untracked_no_memory = __atomic_load_n(&g_header->untracked_no_memory, __ATOMIC_RELAXED);
+  header->untracked_bytes = __atomic_load_n(&g_header->untracked_bytes, __ATOMIC_RELAXED);
   // Each copy in the region put in place of the parent's shared piece (mremap replaces it whole:
   // the tables' pointers stay valid).
   uint64_t rows = 0;
@@ -595,15 +598,31 @@ void RecordExecFailed() {
                               false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
+namespace {
+// Raises `*field` to `value`: the copies only ever grow, whichever writer comes last.
+void Raise(uint64_t* field, uint64_t value) {
+  uint64_t high = __atomic_load_n(field, __ATOMIC_RELAXED);
+  while (value > high &&
+         !__atomic_compare_exchange_n(field, &high, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+}  // namespace
+
 void RecordPeak(uint64_t bytes) {
   // No attach from here, and no pid check (a syscall): a region is attached at the first table
   // piece, before anything is recorded; a child made without the fork handlers writes its
   // parent's tables anyway (limits.md).
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
-  uint64_t high = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
-  while (bytes > high && !__atomic_compare_exchange_n(&g_header->peak_bytes, &high, bytes, true,
-                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+  Raise(&g_header->peak_bytes, bytes);
+}
+
+void RecordUntracked(const UntrackedCounts& counts) {
+  // Rare (a failed record), so it may attach: a block refused before any was recorded comes
+  // before the first table piece.
+  if (!Attached() || !OwnsRegion()) return;
+  Raise(&g_header->untracked_refused, counts.refused);
+  Raise(&g_header->untracked_no_memory, counts.no_memory);
+  Raise(&g_header->untracked_bytes, counts.bytes);
 }
 
 bool RecordRegionAttached() { return Attached(); }

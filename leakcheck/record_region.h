@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "leakcheck/record_format.h"
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck {
 
@@ -68,6 +69,12 @@ void RecordExecFailed();
 // each new peak, so a killed program's report gives its true peak; each thread's peak is in its
 // registry entry, which lives in the region already). Async-signal-safe: a few atomics.
 void RecordPeak(uint64_t bytes);
+
+// Raises the region's copy of the process's untracked allocations (untracked.h) to `counts`, the
+// table's running count (the hooks call it after each allocation they could not record, rare:
+// a killed program's report then says how many went untracked). Attaches the region if no table
+// piece did yet (an allocation refused before any was recorded). Async-signal-safe.
+void RecordUntracked(const UntrackedCounts& counts);
 
 // Whether this process records into a region the launcher will read (tests, the report).
 bool RecordRegionAttached();

@@ -1,13 +1,15 @@
 // RecordedSummary: the figures a report's header gives about the program's tables and how its
 // world was stopped: what the program records and a leak dump carries as they are. One struct
 // for both, so the report's summary (report_model.h, ReportSummary) and the dump's
-// (dump/dump_contents.h, DumpSummary) cannot drift apart; plain data, no dependencies.
+// (dump/dump_contents.h, DumpSummary) cannot drift apart; plain data.
 #ifndef STACKWALK_LEAKCHECK_RECORDED_SUMMARY_H_
 #define STACKWALK_LEAKCHECK_RECORDED_SUMMARY_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck {
 
@@ -30,6 +32,8 @@ struct RecordedSummary {
   uint64_t pause_ns = 0;           // threads stopped
   uint64_t check_ns = 0;           // the whole check
   std::vector<UnstoppedEntry> unstopped;
+  // Allocations the checker could not record (untracked.h): in no other figure of the report.
+  UntrackedCounts untracked;
   uint64_t own_bytes() const { return table_bytes + stack_bytes; }
 };
 

@@ -212,6 +212,8 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
     MaybeSampleTimeline(s, CountAllocated(s, serial, size, id, /*made=*/true));
     t_last_address_inverted = ~reinterpret_cast<uintptr_t>(p);
     t_last_sequence = sequence;
+  } else {
+    RecordUntracked(s.allocations.untracked());  // for a killed program's report
   }
   t_inside_checker = false;
   if (license) LicenseUnsampled(generation, mean, seed);
@@ -251,6 +253,8 @@ void RestoreRecord(const Allocation& a) {
   if (s.allocations.Insert(a.address, a.size, a.stack_id, a.thread, a.sequence, &replaced)) {
     if (replaced.address != 0) CountFreed(s, replaced);
     CountAllocated(s, static_cast<uint32_t>(a.thread), a.size, a.stack_id, /*made=*/false);
+  } else {
+    RecordUntracked(s.allocations.untracked());
   }
 }
 

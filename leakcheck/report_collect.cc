@@ -121,6 +121,7 @@ void CollectHeader(State& state, const char* occasion, int number, LeakReport* o
   s.distinct_stacks = state.stacks.size();
   s.table_bytes = state.allocations.table_bytes();
   s.stack_bytes = state.stacks.bytes();
+  s.untracked = state.allocations.untracked();
 }
 
 void LabelThreads(const ThreadRegistry& threads, LeakReport* report) {

@@ -39,6 +39,10 @@ std::string SummaryJson(const ReportSummary& s) {
   std::string out = "{" + Member("bytes", s.bytes) + "," + Member("allocations", s.allocations) +
                     "," + Member("peak_bytes", s.peak_bytes) + "," +
                     Member("own_bytes", s.own_bytes());
+  out += "," + Member("untracked", "{" + Member("allocations", s.untracked.allocations()) + "," +
+                                       Member("bytes", s.untracked.bytes) + "," +
+                                       Member("refused", s.untracked.refused) + "," +
+                                       Member("no_memory", s.untracked.no_memory) + "}");
   out += "," + Member("scanned", std::string(s.scanned ? "true" : "false"));
   if (s.scanned) {
     out += "," + Member("direct_bytes", s.direct_bytes) + "," +

@@ -42,6 +42,26 @@ std::string StopLine(const ReportSummary& s) {
   return text;
 }
 
+// "3 allocations (12 bytes)": what the checker could not record (untracked.h).
+std::string UntrackedFigures(const UntrackedCounts& u) {
+  return FormatCount(u.allocations()) + " (" + FormatBytes(u.bytes) + ")";
+}
+
+// The header's line on them, with why: none of the report's figures counts them.
+std::string UntrackedLine(const UntrackedCounts& u) {
+  std::string why;
+  if (u.refused > 0) {
+    why = std::to_string(u.refused) +
+          " refused (an address above 2^48 or not 8-byte aligned, or a block of 1 TiB or more)";
+  }
+  if (u.no_memory > 0) {
+    why += std::string(why.empty() ? "" : ", ") + std::to_string(u.no_memory) +
+           " for lack of memory for the checker's tables";
+  }
+  return kPrefix + UntrackedFigures(u) + " could not be tracked: " + why +
+         "; they are in no figure of this report\n";
+}
+
 // LeakSanitizer's headline of an entry.
 std::string Headline(const ReportEntry& entry) {
   const std::string what = std::to_string(entry.bytes) + " byte(s) in " +
@@ -77,6 +97,7 @@ std::string Header(const LeakReport& report) {
     text += ", " + std::to_string(s.own_bytes() / s.live_allocations) + " per live allocation";
   }
   text += "\n";
+  if (s.untracked.allocations() > 0) text += UntrackedLine(s.untracked);
   if (!report.naming_error.empty()) {
     text += kPrefix + std::string("frames are not named: ") + report.naming_error + "\n";
   }
@@ -150,6 +171,11 @@ std::string RenderText(const LeakReport& report, const FrameFormatter& format_fr
   const bool leaks = report.summary.scanned || report.at_exit;
   text += "\nSUMMARY: stackwalk-leakcheck: " + FormatBytes(report.summary.bytes) +
           (leaks ? " leaked in " : " live in ") + FormatCount(report.summary.allocations) + ".\n";
+  // Right under the SUMMARY line, so that no one takes "0 leaked" for a clean bill.
+  if (const UntrackedCounts& u = report.summary.untracked; u.allocations() > 0) {
+    text += "WARNING: stackwalk-leakcheck: " + UntrackedFigures(u) +
+            " could not be tracked and are not in this summary: whether they leaked is unknown.\n";
+  }
   return text;
 }
 

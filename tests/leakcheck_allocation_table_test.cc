@@ -2,8 +2,15 @@
 // with fixed seeds: inserts, frees, frees of blocks never tracked,
 // replacements, flags, growth to ~10^5 live and shrinking back, at several
 // address spreads; what one slot can hold (allocation_slot.h) and what is
-// refused rather than kept wrong; and the memory a live block costs.
+// refused rather than kept wrong; what cannot be recorded for lack of memory
+// (RLIMIT_AS) is counted too; and the memory a live block costs.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <memory>
 #include <random>
@@ -237,9 +244,12 @@ TEST(AllocationSlot, WhatASlotCannotHoldIsRefusedNotKeptWrong) {
     EXPECT_FALSE(table->Remove(static_cast<uintptr_t>(0x0b00000000010000ull)));
     EXPECT_FALSE(table->MarkIgnored(static_cast<uintptr_t>(uint64_t{1} << 48)));
     EXPECT_EQ(table->refused(), 4u);
+    EXPECT_EQ(table->untracked().bytes, (uint64_t{1} << 40) + 3 * 16);
   } else {
     EXPECT_EQ(table->refused(), 2u);
+    EXPECT_EQ(table->untracked().bytes, (uint64_t{1} << 40) + 16);
   }
+  EXPECT_EQ(table->untracked().no_memory, 0u);
   EXPECT_EQ(table->live_count(), 1u);
   EXPECT_EQ(table->live_bytes(), (uint64_t{1} << 40) - 1);
   // A sequence number past the slot's 59 bits is kept at the largest it holds.
@@ -247,6 +257,68 @@ TEST(AllocationSlot, WhatASlotCannotHoldIsRefusedNotKeptWrong) {
   Allocation removed{};
   ASSERT_TRUE(table->Remove(0x40000, &removed));
   EXPECT_EQ(removed.sequence, (uint64_t{1} << 59) - 1);
+}
+
+// Runs `body` in a forked child whose address space cannot grow past what it has now (RLIMIT_AS:
+// every new mapping fails), and returns its exit status (0: its checks held). The child neither
+// allocates nor asserts through gtest: it reports by exit code, 10 + the failed check, or
+// kLimitNotApplied if a new mapping still succeeds under the limit (the test is then skipped).
+constexpr int kLimitNotApplied = 77;
+template <class Body>
+int InChildWithNoMoreMemory(Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    long pages = 0;
+    if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(statm, "%ld", &pages) != 1) pages = 0;
+      std::fclose(statm);
+    }
+    if (pages == 0) _exit(2);
+    const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+    struct rlimit rl = {limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    // qemu-user takes the limit and does not apply it (it would bind qemu's own mappings too).
+    void* probe = mmap(nullptr, static_cast<size_t>(sysconf(_SC_PAGESIZE)),
+                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe != MAP_FAILED) _exit(kLimitNotApplied);
+    _exit(body());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The table cannot map its first shard: the block goes untracked, counted as for lack of memory
+// with its bytes, and nothing is live.
+TEST(AllocationTable, ABlockTheTableHasNoMemoryForIsCountedUntracked) {
+  static AllocationTable table;  // static: made before the fork, with no memory of its own yet
+  const int status = InChildWithNoMoreMemory([] {
+    if (table.Insert(0x7f0000001000, 4000, 1, 1, 1)) return 10;
+    if (table.Insert(0x7f0000002000, 96, 1, 1, 2)) return 11;
+    const UntrackedCounts u = table.untracked();
+    if (u.no_memory != 2 || u.refused != 0) return 12;
+    if (u.bytes != 4096) return 13;
+    if (table.live_count() != 0) return 14;
+    return 0;
+  });
+  if (status == kLimitNotApplied) GTEST_SKIP() << "RLIMIT_AS is not applied here (qemu-user)";
+  EXPECT_EQ(status, 0);
+}
+
+// The recorded-address filter cannot map its counts (128 KiB): the block the table would have
+// recorded goes untracked, counted, instead of dropped silently.
+TEST(AllocationTable, ABlockTheFilterHasNoMemoryForIsCountedUntracked) {
+  static RecordedFilter filter;
+  static AllocationTable table(&filter);
+  const int status = InChildWithNoMoreMemory([] {
+    if (table.Insert(0x7f0000001000, 5000, 1, 1, 1)) return 10;
+    const UntrackedCounts u = table.untracked();
+    if (u.no_memory != 1 || u.refused != 0 || u.bytes != 5000) return 11;
+    if (table.MayHold(0x7f0000001000)) return 12;
+    return 0;
+  });
+  if (status == kLimitNotApplied) GTEST_SKIP() << "RLIMIT_AS is not applied here (qemu-user)";
+  EXPECT_EQ(status, 0);
 }
 
 }  // namespace

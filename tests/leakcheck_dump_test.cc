@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ DumpContents Sample() {
   c.summary.pause_ns = 1234;
   c.summary.check_ns = 5678;
   c.summary.unstopped = {{77, "signal blocked"}};
+  c.summary.untracked = {3, 1, 70000};
   c.rendering.libraries = "";
   DumpModule app;
   app.path = "/nonexistent/app";
@@ -348,6 +350,75 @@ TEST(LeakDump, UnknownSectionsAreSkippedAndASectionPastTheEndIsNamed) {
   bad.replace(kHeaderBytes + 8, 8, huge.bytes());
   d = Decode(bad);
   EXPECT_NE(d.error.find("section 1 (process) at byte 24 runs past"), std::string::npos) << d.error;
+}
+
+// `bytes` (one dump) with its summary section's payload `delta` bytes longer (zeros appended) or
+// shorter (cut from its end), the section's and the dump's lengths mended, and minor version
+// `minor`: a dump as an earlier or a later writer of the same major version makes it.
+std::string WithSummaryResized(const std::string& bytes, int64_t delta, uint16_t minor) {
+  std::string out = bytes;
+  ByteSink version;
+  version.U16(minor);
+  out.replace(10, 2, version.bytes());
+  for (uint64_t pos = kHeaderBytes; pos + kSectionHeaderBytes <= out.size();) {
+    uint32_t id = 0;
+    uint64_t length = 0;
+    std::memcpy(&id, out.data() + pos, 4);
+    std::memcpy(&length, out.data() + pos + 8, 8);
+    if (id != kSummary) {
+      pos += kSectionHeaderBytes + length;
+      continue;
+    }
+    const uint64_t end = pos + kSectionHeaderBytes + length;
+    if (delta > 0) {
+      out.insert(end, static_cast<size_t>(delta), '\0');
+    } else {
+      out.erase(end - static_cast<uint64_t>(-delta), static_cast<size_t>(-delta));
+    }
+    ByteSink mended, total;
+    mended.U64(length + delta);
+    out.replace(pos + 8, 8, mended.bytes());
+    total.U64(out.size());
+    out.replace(16, 8, total.bytes());
+    break;
+  }
+  return out;
+}
+
+// 1.4 appended the untracked allocations to the summary: a 1.3 dump (the section without them)
+// reads as none untracked, its other figures intact; a later writer's longer section still gives
+// them (what a 1.3 reader does with 1.4's: reads its fields, skips the rest of the section).
+TEST(LeakDump, TheUntrackedCountsAreReadBackAndAnOlderDumpHasNone) {
+  const std::string bytes = EncodeDump(Sample());
+  DecodedDumps d = Decode(bytes);
+  ASSERT_EQ(d.error, "");
+  EXPECT_EQ(d.dumps[0].minor, 4u);
+  EXPECT_EQ(d.dumps[0].summary.untracked.refused, 3u);
+  EXPECT_EQ(d.dumps[0].summary.untracked.no_memory, 1u);
+  EXPECT_EQ(d.dumps[0].summary.untracked.bytes, 70000u);
+  const std::string text = RenderDumpReport(d.dumps[0], RenderRequest{}, {});
+  EXPECT_NE(text.find("== 4 allocations (70000 bytes) could not be tracked: 3 refused (an "
+                      "address above 2^48 or not 8-byte aligned, or a block of 1 TiB or more), 1 "
+                      "for lack of memory for the checker's tables;"),
+            std::string::npos)
+      << text;
+
+  d = Decode(WithSummaryResized(bytes, -24, 3));
+  ASSERT_EQ(d.error, "");
+  const DumpSummary& old = d.dumps[0].summary;
+  EXPECT_EQ(old.untracked.allocations(), 0u);
+  EXPECT_EQ(old.untracked.bytes, 0u);
+  ASSERT_EQ(old.unstopped.size(), 1u);
+  EXPECT_EQ(old.unstopped[0].why, "signal blocked");
+  EXPECT_EQ(old.check_ns, 5678u);
+  EXPECT_EQ(RenderDumpReport(d.dumps[0], RenderRequest{}, {}).find("could not be tracked"),
+            std::string::npos);
+
+  d = Decode(WithSummaryResized(bytes, 16, 5));
+  ASSERT_EQ(d.error, "");
+  EXPECT_EQ(d.dumps[0].summary.untracked.refused, 3u);
+  EXPECT_EQ(d.dumps[0].summary.untracked.bytes, 70000u);
+  EXPECT_EQ(d.dumps[0].blocks.size(), 4u);
 }
 
 TEST(LeakDump, ReferencesToNothingAreErrorsAndDropped) {

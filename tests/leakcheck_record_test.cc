@@ -435,6 +435,10 @@ TEST(RecordRegion, TheFuzzSeedReadsAsTheRegionItDescribes) {
   EXPECT_EQ(d.process.pid, 4242);
   EXPECT_EQ(d.process.program, "/bin/program");
   EXPECT_EQ(d.summary.peak_bytes, 500u);  // the header's peak, above the 300 bytes live
+  // The header's untracked allocations (record format 4).
+  EXPECT_EQ(d.summary.untracked.refused, 2u);
+  EXPECT_EQ(d.summary.untracked.no_memory, 1u);
+  EXPECT_EQ(d.summary.untracked.bytes, 4100u);
   ASSERT_EQ(d.blocks.size(), 2u);
   EXPECT_EQ(d.blocks[0].size + d.blocks[1].size, 300u);
   ASSERT_EQ(d.stacks.size(), 2u);
@@ -461,7 +465,9 @@ TEST(RecordRegion, ARegionOfTheOldFormatIsRefusedAndSaysWhy) {
   ASSERT_EQ(reading.problems.size(), 1u);
   EXPECT_NE(reading.problems[0].find("a record of version 2"), std::string::npos)
       << reading.problems[0];
-  EXPECT_NE(reading.problems[0].find("reads version 3"), std::string::npos) << reading.problems[0];
+  EXPECT_NE(reading.problems[0].find("reads version " + std::to_string(record::kVersion)),
+            std::string::npos)
+      << reading.problems[0];
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ void ReadSummary(ByteSource& in, DumpContents& c) {
     if (in.failed()) return;
     s.unstopped.push_back(std::move(u));
   }
+  // 1.4 appended the untracked allocations; an older dump's section ends before them (none).
+  if (in.remaining() > 0) {
+    s.untracked.refused = in.U64();
+    s.untracked.no_memory = in.U64();
+    s.untracked.bytes = in.U64();
+  }
 }
 
 void ReadRendering(ByteSource& in, DumpContents& c) {

@@ -87,6 +87,9 @@ std::string EncodeDump(const DumpContents& c) {
       out.I32(u.tid);
       out.String(u.why);
     });
+    out.U64(s.untracked.refused);  // 1.4
+    out.U64(s.untracked.no_memory);
+    out.U64(s.untracked.bytes);
   });
   Section(out, kRendering, [&] {
     const DumpRendering& r = c.rendering;

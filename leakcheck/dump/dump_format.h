@@ -14,8 +14,9 @@ constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'D', 'U', 'M', 'P'};
 // A reader reads every dump of its major version (unknown sections skipped) and refuses a newer
 // major one; minor versions only add sections or append fields at the end of a section.
 constexpr uint16_t kMajorVersion = 1;
-// 1.1: the sampling section; 1.2: the profile's sections; 1.3: the process section's snapshot flag
-constexpr uint16_t kMinorVersion = 3;
+// 1.1: the sampling section; 1.2: the profile's sections; 1.3: the process section's snapshot
+// flag; 1.4: the summary section's untracked allocations
+constexpr uint16_t kMinorVersion = 4;
 // magic, major, minor, header bytes (u32), dump bytes (u64): what every version starts with.
 constexpr uint32_t kHeaderBytes = 8 + 2 + 2 + 4 + 8;
 // id (u32), flags (u32, 0 so far), payload bytes (u64).

@@ -164,6 +164,11 @@ std::string RenderProfilePage(const DumpContents& dump, DumpNamer* namer, ViewKi
                                         " bytes: bytes are estimates; allocations are counts of "
                                         "recorded blocks");
   }
+  if (const UntrackedCounts& u = dump.summary.untracked; u.allocations() > 0) {
+    summary.emplace_back("untracked", GroupThousands(u.allocations()) + " allocation(s) (" +
+                                          FormatExact(u.bytes, ValueUnit::kBytes) +
+                                          ") could not be tracked: in no view");
+  }
   for (const ProfileView& view : views) AddMissing(view, missing);
   AddMissing(threads, missing);
   AddMissing(timeline, missing);

@@ -36,6 +36,10 @@ std::string Header(const ProfileView& view) {
     out += "*** sampled (mean " + std::to_string(view.sample_bytes) +
            " bytes): bytes are estimates; allocations are counts of recorded blocks\n";
   }
+  if (const UntrackedCounts& u = view.untracked; u.allocations() > 0) {
+    out += "*** " + std::to_string(u.allocations()) + " allocation(s) (" + std::to_string(u.bytes) +
+           " bytes) could not be tracked: in no figure of this view\n";
+  }
   return out;
 }
 
@@ -137,6 +141,10 @@ std::string RenderViewJson(const ProfileView& view, size_t top) {
   if (view.sample_bytes != 0) {
     out += ",\"sampled\":{\"sample_bytes\":" + std::to_string(view.sample_bytes) +
            ",\"bytes\":\"estimates\",\"allocations\":\"counts of recorded blocks\"}";
+  }
+  if (const UntrackedCounts& u = view.untracked; u.allocations() > 0) {
+    out += ",\"untracked\":{\"allocations\":" + std::to_string(u.allocations()) +
+           ",\"bytes\":" + std::to_string(u.bytes) + "}";
   }
   if (view.kind == ViewKind::kTimeline) return out + TimelineJson(view);
   if (view.kind == ViewKind::kThreads) {

@@ -118,6 +118,7 @@ ProfileView BuildProfileView(const DumpContents& dump, ViewKind kind, DumpNamer*
   view.by_count = kind == ViewKind::kAllocations || kind == ViewKind::kTemporary;
   view.process_peak_bytes = dump.summary.peak_bytes;
   view.sample_bytes = dump.sample_bytes;
+  view.untracked = dump.summary.untracked;
   if (kind == ViewKind::kThreads) {
     ThreadsView(dump, &view);
     return view;
@@ -180,6 +181,7 @@ ProfileView LeaksView(const LeakReport& report) {
   view.kind = ViewKind::kLeaks;
   view.process_peak_bytes = report.summary.peak_bytes;
   view.sample_bytes = report.sample_bytes;
+  view.untracked = report.summary.untracked;
   view.naming_error = report.naming_error;
   for (const ReportEntry& e : report.entries) {
     const bool leak = report.summary.scanned ? IsLeak(e.verdict) : e.verdict == Verdict::kLive;

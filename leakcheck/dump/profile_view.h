@@ -20,6 +20,7 @@
 #include "leakcheck/dump/dump_contents.h"
 #include "leakcheck/dump/dump_name.h"
 #include "leakcheck/report_model.h"
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck::dump {
 
@@ -68,6 +69,8 @@ struct ProfileView {
   // The run's sampling mean (0: every allocation recorded). Sampled, bytes are the recorded
   // blocks' estimates but allocation counts are of the recorded blocks only, not estimates.
   uint64_t sample_bytes = 0;
+  // Allocations the program made that the checker could not record (untracked.h): in no view.
+  UntrackedCounts untracked;
   std::vector<ProfileThread> threads;  // the threads view: largest peak first
   std::vector<ProfileTimelinePoint> timeline;  // the timeline view, in time order
   uint64_t timeline_interval_ns = 0;

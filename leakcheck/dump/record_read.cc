@@ -229,6 +229,8 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   d.process.at_exit = false;
   d.process.scanned = false;
   d.summary.method = "none";
+  d.summary.untracked = {header.untracked_refused, header.untracked_no_memory,
+                         header.untracked_bytes};
 
   std::vector<Piece> slots, node_pieces, id_chunks, module_lists, thread_chunks;
   uint64_t bad_rows = 0;
