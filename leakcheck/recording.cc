@@ -49,17 +49,21 @@ ClosedModules& ClosedModuleRegistry(State& state) {
   return *closed;
 }
 
+namespace {
+// Only the preloaded library gets here (Start() configures the in-process one first), and it
+// records from the first allocation on. Out of line: once a process.
+__attribute__((noinline)) void ConfigureFromEnvironment(State& s) {
+  s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
+  s.recording.Publish(s.options);
+  s.timeline.Start(static_cast<uint32_t>(s.options.timeline_interval_ms));
+  s.active.store(true, std::memory_order_release);
+  s.configured.store(true, std::memory_order_release);
+}
+}  // namespace
+
 State& ConfiguredState() {
   State& s = GlobalState();
-  if (!s.configured.load(std::memory_order_acquire)) {
-    // Only the preloaded library gets here (Start() configures the in-process one first), and
-    // it records from the first allocation on.
-    s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
-    s.recording.Publish(s.options);
-    s.timeline.Start(static_cast<uint32_t>(s.options.timeline_interval_ms));
-    s.active.store(true, std::memory_order_release);
-    s.configured.store(true, std::memory_order_release);
-  }
+  if (!s.configured.load(std::memory_order_acquire)) ConfigureFromEnvironment(s);
   return s;
 }
 
@@ -88,13 +92,16 @@ void WatchThreadExit(uint32_t serial) {
 
 }  // namespace
 
-uint32_t ThreadSerial() {
-  if (t_serial == 0) {
-    State& s = GlobalState();
-    t_serial = s.threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
-    if (t_serial != 0) WatchThreadExit(t_serial);
+namespace {
+// A thread's first recorded allocation: out of line, so that the others' ThreadSerial inlines.
+__attribute__((noinline)) void RegisterThread() {
+  t_serial = GlobalState().threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
+  if (t_serial != 0) WatchThreadExit(t_serial);
+}
+}  // namespace
 
-  }
+uint32_t ThreadSerial() {
+  if (__builtin_expect(t_serial == 0, false)) RegisterThread();
   return t_serial;
 }
 
