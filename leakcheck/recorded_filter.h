@@ -4,9 +4,10 @@
 // are of blocks never recorded, and the filter tells them so in a few instructions, with no lock
 // and no probe of the table (allocator_hooks.h). A non-zero count means "maybe": the table is
 // asked. Likewise a count of 1 just after a block's Add is that block's alone: the table's insert
-// then does not look for a block at its address whose free was missed. Its counts live in one own mapping (scan/own_mappings.h) of kEntries 32-bit counts,
-// 128 KiB made at the first record; its resident size is the pages the recorded addresses touch,
-// at most those 128 KiB. Async-signal-safe, lock-free, no malloc.
+// then does not look for a block at its address whose free was missed. Its counts live in one
+// own mapping (scan/own_mappings.h) of kEntries 32-bit counts, 128 KiB made at the first record;
+// its resident size is the pages the recorded addresses touch, at most those 128 KiB.
+// Async-signal-safe, lock-free, no malloc.
 //
 // Why a lock-free read is right: a block's Add happens before its free, because the program got
 // the pointer from the allocation and passed it on to whatever frees it (a handoff between

@@ -39,7 +39,8 @@ inline uint64_t StackHash(void* const* pcs, int n) {
   if (i < n) a = Step(a, pcs[i]);
   if (i + 1 < n) b = Step(b, pcs[i + 1]);
   if (i + 2 < n) c = Step(c, pcs[i + 2]);
-  uint64_t h = a ^ stack_hash::Rotate(b, 17) ^ stack_hash::Rotate(c, 31) ^ stack_hash::Rotate(d, 43);
+  using stack_hash::Rotate;
+  uint64_t h = a ^ Rotate(b, 17) ^ Rotate(c, 31) ^ Rotate(d, 43);
   h ^= h >> 33;
   h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 29;
