@@ -53,10 +53,15 @@ uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
   if (n > kMaxFrames) n = kMaxFrames;
   if (n < 0) n = 0;
   const uint64_t hash = StackHash(pcs, n);
-  Shard& shard = shards_[hash % kShards];
-  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
+  Stack** bucket = &shards_[hash % kShards].buckets[(hash / kShards) % kBuckets];
   // Known stacks (nearly every call) are found without the lock.
   if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  return Add(pcs, n, hash, added);
+}
+
+uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
+  Shard& shard = shards_[hash % kShards];
+  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
   SpinLockHolder hold(shard.lock);
   if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
   Stack* s;
