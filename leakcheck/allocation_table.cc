@@ -202,13 +202,17 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
     untracked_.Count(UntrackedWhy::kNoMemory, size);
     return false;
   }
-  // The block if its free was missed (in either bucket), else an empty slot.
+  // The block if its free was missed (in either bucket), else an empty slot. The filter rules
+  // that out for most blocks without a look at the slots (RecordedFilter::MayHoldAnother).
   const uint32_t first = FirstBucket(hash, shard.buckets);
   const uint32_t second = SecondBucket(at, first, shard.buckets);
   Slot* const first_slots = shard.slots + uint64_t{first} * kBucketSlots;
   Slot* const second_slots = shard.slots + uint64_t{second} * kBucketSlots;
-  Slot* s = Match(first_slots, at);
-  if (s == nullptr) s = Match(second_slots, at);
+  Slot* s = nullptr;
+  if (recorded_ == nullptr || recorded_->MayHoldAnother(address)) {
+    s = Match(first_slots, at);
+    if (s == nullptr) s = Match(second_slots, at);
+  }
   if (__builtin_expect(s != nullptr,
                        0)) {  // a block we missed the free of: replace it
     const Allocation old = UnpackAllocation(*s);

@@ -3,9 +3,11 @@
 // its record is removed. A zero count means "certainly not recorded": when sampling, most frees
 // are of blocks never recorded, and the filter tells them so in a few instructions, with no lock
 // and no probe of the table (allocator_hooks.h). A non-zero count means "maybe": the table is
-// asked. Its counts live in one own mapping (scan/own_mappings.h) of kEntries 32-bit counts,
-// 128 KiB made at the first record; its resident size is the pages the recorded addresses touch,
-// at most those 128 KiB. Async-signal-safe, lock-free, no malloc.
+// asked. Likewise a count of 1 just after a block's Add is that block's alone: the table's insert
+// then does not look for a block at its address whose free was missed. Its counts live in one
+// own mapping (scan/own_mappings.h) of kEntries 32-bit counts, 128 KiB made at the first record;
+// its resident size is the pages the recorded addresses touch, at most those 128 KiB.
+// Async-signal-safe, lock-free, no malloc.
 //
 // Why a lock-free read is right: a block's Add happens before its free, because the program got
 // the pointer from the allocation and passed it on to whatever frees it (a handoff between
@@ -30,8 +32,13 @@ class RecordedFilter {
   static constexpr size_t kBytes = kEntries * sizeof(uint32_t);
 
   // Counts `address` in, before its block can be found in the table. False if the counts could
-  // not be mapped (the block must then go unrecorded).
-  bool Add(uintptr_t address);
+  // not be mapped (the block must then go unrecorded). Inline: every record calls it.
+  bool Add(uintptr_t address) {
+    std::atomic<uint32_t>* counts = counts_.load(std::memory_order_acquire);
+    if (__builtin_expect(counts == nullptr, false)) return AddFirst(address);
+    counts[Index(address)].fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   // Counts `address` out, after its record left the table.
   void Remove(uintptr_t address) {
     counts_.load(std::memory_order_acquire)[Index(address)].fetch_sub(1, std::memory_order_relaxed);
@@ -40,6 +47,14 @@ class RecordedFilter {
   bool MayHold(uintptr_t address) const {
     const std::atomic<uint32_t>* counts = counts_.load(std::memory_order_acquire);
     return counts != nullptr && counts[Index(address)].load(std::memory_order_relaxed) != 0;
+  }
+  // For a block counted in (Add) and not in the table yet: false if no other block at `address`
+  // is recorded (its entry counts only this one), so none there had its free missed and the
+  // table need not look for one to replace. Such a block's Add happened before this one's (the
+  // allocator handed the address on), and only its own Remove takes its count back.
+  bool MayHoldAnother(uintptr_t address) const {
+    const std::atomic<uint32_t>* counts = counts_.load(std::memory_order_acquire);
+    return counts == nullptr || counts[Index(address)].load(std::memory_order_relaxed) > 1;
   }
 
   // The entry of an address: blocks are at least 16-byte aligned, and a multiplicative hash of
@@ -50,6 +65,9 @@ class RecordedFilter {
   }
 
  private:
+  // Add when the counts are not mapped yet (the first record): maps them.
+  bool AddFirst(uintptr_t address);
+
   std::atomic<std::atomic<uint32_t>*> counts_{nullptr};
 };
 

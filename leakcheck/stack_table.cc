@@ -1,6 +1,7 @@
 #include "leakcheck/stack_table.h"
 
 #include "leakcheck/record_region.h"
+#include "leakcheck/stack_hash.h"
 #include "leakcheck/scan/own_mappings.h"
 
 #include <cstddef>
@@ -8,25 +9,6 @@
 
 namespace stackwalk::leakcheck {
 namespace {
-
-// Four independent lanes, so the multiplies of successive frames overlap; mixed at the end.
-uint64_t Hash(void* const* pcs, int n) {
-  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n), 0xc2b2ae3d27d4eb4full,
-                      0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull};
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int k = 0; k < 4; ++k) {
-      lane[k] = (lane[k] ^ reinterpret_cast<uintptr_t>(pcs[i + k])) * 0xff51afd7ed558ccdull;
-    }
-  }
-  for (; i < n; ++i) lane[i & 3] = (lane[i & 3] ^ reinterpret_cast<uintptr_t>(pcs[i])) * 0xff51afd7ed558ccdull;
-  uint64_t h = lane[0] ^ (lane[1] >> 17 | lane[1] << 47) ^ (lane[2] >> 31 | lane[2] << 33) ^
-               (lane[3] >> 43 | lane[3] << 21);
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 29;
-  return h;
-}
 
 // Own memory, never a root of the leak check; in the record region when there is one, for the
 // launcher to read after the program (record_format.h).
@@ -70,11 +52,16 @@ uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
                 "a node is read as a record::StackNode after the program (record_format.h)");
   if (n > kMaxFrames) n = kMaxFrames;
   if (n < 0) n = 0;
-  const uint64_t hash = Hash(pcs, n);
-  Shard& shard = shards_[hash % kShards];
-  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
+  const uint64_t hash = StackHash(pcs, n);
+  Stack** bucket = &shards_[hash % kShards].buckets[(hash / kShards) % kBuckets];
   // Known stacks (nearly every call) are found without the lock.
   if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  return Add(pcs, n, hash, added);
+}
+
+uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
+  Shard& shard = shards_[hash % kShards];
+  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
   SpinLockHolder hold(shard.lock);
   if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
   Stack* s;

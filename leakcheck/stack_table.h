@@ -71,6 +71,9 @@ class StackTable {
   // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
   // are published complete, so lookups need no lock.
   static uint32_t FindIn(const Stack* first, uint64_t hash, void* const* pcs, int n);
+  // Intern for a stack not found without the lock: adds it under its shard's lock unless another
+  // thread just did. Out of line, so that finding a known stack saves no registers for it.
+  __attribute__((noinline)) uint32_t Add(void* const* pcs, int n, uint64_t hash, bool* added);
 
   struct Shard {
     SpinLock lock;

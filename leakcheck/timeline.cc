@@ -2,13 +2,10 @@
 
 #include <sched.h>
 
-#include "core/coarse_clock.h"
 #include "leakcheck/scan/own_mappings.h"
 #include "leakcheck/thread_registry.h"
 
 namespace stackwalk::leakcheck {
-
-uint64_t Timeline::CoarseNowNs() { return internal::CoarseNowNs(); }
 
 void Timeline::Start(uint32_t interval_ms) {
   while (!TryLock()) sched_yield();

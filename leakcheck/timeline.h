@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/coarse_clock.h"
+
 namespace stackwalk::leakcheck {
 
 class ThreadRegistry;
@@ -49,8 +51,9 @@ class Timeline {
   // In a fork's child: a lock its parent's thread held is free again.
   void AfterForkChild() { busy_.store(false, std::memory_order_relaxed); }
 
-  // A coarse monotonic clock (a few ms resolution, read through the vDSO).
-  static uint64_t CoarseNowNs();
+  // A coarse monotonic clock (a few ms resolution, read through the vDSO). Inline: every recorded
+  // allocation reads it.
+  static uint64_t CoarseNowNs() { return internal::CoarseNowNs(); }
 
  private:
   bool TryLock() { return !busy_.exchange(true, std::memory_order_acquire); }

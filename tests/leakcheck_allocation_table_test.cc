@@ -1,9 +1,10 @@
 // The live-allocation table against an oracle (std::unordered_map), randomized
 // with fixed seeds: inserts, frees, frees of blocks never tracked,
 // replacements, flags, growth to ~10^5 live and shrinking back, at several
-// address spreads; what one slot can hold (allocation_slot.h) and what is
-// refused rather than kept wrong; what cannot be recorded for lack of memory
-// (RLIMIT_AS) is counted too; and the memory a live block costs.
+// address spreads, with and without the filter of recorded addresses; what one
+// slot can hold (allocation_slot.h) and what is refused rather than kept wrong;
+// what cannot be recorded for lack of memory (RLIMIT_AS) is counted too; and the
+// memory a live block costs.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/recorded_filter.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -110,10 +112,13 @@ void Churn(AllocationTable& table, Oracle& oracle, std::vector<uintptr_t>& live,
   }
 }
 
-TEST(AllocationTableOracle, GrowsShrinksAndChurnsAtEveryScale) {
+// `filtered`: the table keeps a filter of its addresses (recorded_filter.h), as the checker's
+// does, which tells most inserts that no block at their address is there to replace.
+void ChurnAtEveryScale(bool filtered) {
   for (int regions : {1, 3, 16}) {
     SCOPED_TRACE(regions);
-    auto table = std::make_unique<AllocationTable>();
+    auto filter = std::make_unique<RecordedFilter>();
+    auto table = std::make_unique<AllocationTable>(filtered ? filter.get() : nullptr);
     Oracle oracle;
     std::vector<uintptr_t> live;
     Addresses at(1234 + regions, regions);
@@ -126,12 +131,18 @@ TEST(AllocationTableOracle, GrowsShrinksAndChurnsAtEveryScale) {
                                                   : (live.size() - target) * 2 + 5000;
       Churn(*table, oracle, live, at, target, steps, &sequence);
       ExpectSame(*table, oracle);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
     for (uintptr_t address : live) ASSERT_TRUE(table->Remove(address));
     EXPECT_EQ(table->live_count(), 0u);
     EXPECT_EQ(table->live_bytes(), 0u);
   }
+}
+
+TEST(AllocationTableOracle, GrowsShrinksAndChurnsAtEveryScale) { ChurnAtEveryScale(false); }
+
+TEST(AllocationTableOracle, WithItsFilterReplacesEveryBlockWhoseFreeWasMissed) {
+  ChurnAtEveryScale(true);
 }
 
 TEST(AllocationTableOracle, AtMost32BytesALiveBlockFrom10000Up) {

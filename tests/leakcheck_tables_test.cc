@@ -1,8 +1,10 @@
 // The leak checker's recording tables as classes: the live-allocation table (insert, remove,
 // replace, growth and rehash, shards, the consistent walk) and the stack table (interning, ids,
-// frames, the frame cap).
+// frames, the frame cap, stacks whose hashes collide).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/stack_hash.h"
 #include "leakcheck/stack_table.h"
 
 namespace stackwalk::leakcheck {
@@ -204,6 +207,36 @@ TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
   EXPECT_NE(empty, StackTable::kNoStack);
   EXPECT_EQ(stacks->Intern(deep.data(), -3), empty);
   EXPECT_EQ(stacks->Frames(empty, &pcs), 0);
+}
+
+// Two different stacks with the same 64-bit hash (made by solving the hash's last step: frame 4
+// goes into frame 0's lane) are two stacks: the table compares the frames, not only the hash.
+TEST(StackTable, StacksWhoseHashesCollideAreKeptApart) {
+  if (sizeof(uintptr_t) < sizeof(uint64_t)) {
+    GTEST_SKIP() << "a 32-bit frame cannot cancel the high half of a 64-bit lane";
+  }
+  auto stacks = std::make_unique<StackTable>();
+  void* x[] = {reinterpret_cast<void*>(0x401000), reinterpret_cast<void*>(0x402000),
+               reinterpret_cast<void*>(0x403000), reinterpret_cast<void*>(0x404000),
+               reinterpret_cast<void*>(0x405000)};
+  void* y[5];
+  std::copy(std::begin(x), std::end(x), std::begin(y));
+  y[0] = reinterpret_cast<void*>(0x401008);
+  const uint64_t start = stack_hash::kStart[0] ^ 5;
+  y[4] = reinterpret_cast<void*>(static_cast<uintptr_t>(
+      stack_hash::Step(start, x[0]) ^ reinterpret_cast<uintptr_t>(x[4]) ^ stack_hash::Step(start, y[0])));
+  ASSERT_EQ(StackHash(x, 5), StackHash(y, 5)) << "the collision must be solved for this hash";
+  const uint32_t id_x = stacks->Intern(x, 5);
+  const uint32_t id_y = stacks->Intern(y, 5);
+  EXPECT_NE(id_x, id_y);
+  EXPECT_EQ(stacks->Intern(x, 5), id_x);
+  EXPECT_EQ(stacks->Intern(y, 5), id_y);
+  EXPECT_EQ(stacks->size(), 2u);
+  void* const* pcs = nullptr;
+  ASSERT_EQ(stacks->Frames(id_y, &pcs), 5);
+  EXPECT_TRUE(std::equal(pcs, pcs + 5, y));
+  ASSERT_EQ(stacks->Frames(id_x, &pcs), 5);
+  EXPECT_TRUE(std::equal(pcs, pcs + 5, x));
 }
 
 TEST(StackTable, ManyStacksFromManyThreadsGetDistinctIds) {
