@@ -297,6 +297,27 @@ TEST(FpChainLog, AChangedMiddleRecordIsSteppedAndTheRecordsAroundItReplay) {
   EXPECT_GE(replayed + 4, static_cast<uint64_t>(cached[n - 1].n));
 }
 
+TEST(FpChainLog, ADeeperCaptureReplaysTheOuterRecordsItShares) {
+  g_method = STACKWALK_FP;
+  // log_through_a has four more records than log_via_a above the part they share (Invoke's,
+  // RunBoth's and the test body's): written in place, its inner records would overwrite the
+  // shared ones before it reached them.
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_through_a};
+  Trace cached[3], reference[3];
+  uint64_t replayed = 0;
+  // RunBoth's call of Invoke is frame 3 under log_via_a and 7 under log_through_a.
+  RunBoth(seq, 3, cached, reference, &replayed, nullptr);
+  ExpectSame(&cached[0], &reference[0], 2, 3);
+  ExpectSame(&cached[2], &reference[2], 1, 7);
+  EXPECT_GE(replayed, 2u) << "the deeper capture replayed none of the records it shares";
+  // And back: the shallower capture joins the deeper one's log (a copy to lower indices).
+  void (*const back[])(Trace*) = {log_through_a, log_through_a, log_via_a};
+  RunBoth(back, 3, cached, reference, &replayed, nullptr);
+  ExpectSame(&cached[0], &reference[0], 2, 7);
+  ExpectSame(&cached[2], &reference[2], 1, 3);
+  EXPECT_GE(replayed, 2u) << "the shallower capture replayed none of the records it shares";
+}
+
 extern "C" {
 // A capture three frame records deep (gtest's own frames have none).
 __attribute__((noinline)) int fp_capture_1(void** pcs, int max, int skip) {
@@ -339,6 +360,17 @@ TEST(FpChainLog, SkipAndMaxThroughTheLog) {
   void* again[64];
   ASSERT_EQ(FpCaptureHere(again, 64, 0), n_all);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(again[i], all[i]) << i;
+  // The same from the thread's cache held (no log at all): what a fresh climb gives.
+  stackwalk::internal::RuleCache* hold = stackwalk::internal::RuleCache::Acquire();
+  void* fresh[64];
+  void* fresh_some[3];
+  const int n_fresh = FpCaptureHere(fresh, 64, 0);
+  const int n_fresh_some = FpCaptureHere(fresh_some, 3, 1);
+  if (hold != nullptr) hold->Release();
+  ASSERT_EQ(n_fresh, n_all);
+  ASSERT_EQ(n_fresh_some, 3);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(fresh[i], all[i]) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fresh_some[i], some[i]) << i;
 }
 
 // The two methods that walk CFI keep FrameLog; a frame-pointer walk keeps FpChainLog (above).

@@ -13,9 +13,11 @@
 // fixed, so the record's address and words say everything, and the replay's loads do not wait on
 // each other as a fresh climb's do (each fresh step loads the next record's address).
 //
-// Memory: kCapacity records of 24 bytes (3 KiB), inside the thread's rule cache. A walk rewrites
-// the log in place: its i-th record goes where the log's i-th was, once the walk has read past it,
-// so a record replayed at its old index is not even copied.
+// Memory: two arrays of kCapacity records of 24 bytes (6 KiB), inside the thread's rule cache. A
+// walk rewrites the log in place: its i-th record goes where the log's i-th was, once the walk
+// has read past it, so a record replayed at its old index is not even copied. A walk that runs
+// deeper than the log (more records before the part they share) would overwrite records it has
+// yet to read: from there it writes the other array, and that becomes the log.
 #ifndef STACKWALK_SRC_CORE_FP_CHAIN_LOG_H_
 #define STACKWALK_SRC_CORE_FP_CHAIN_LOG_H_
 
@@ -39,10 +41,13 @@ class FpChainLog {
     return tag_ == generation + 1 && top_ == top ? size_ : 0;
   }
   // The records, read and rewritten in place by the walk: it writes its i-th record over the
-  // log's i-th once it has read past it.
-  Record* records() { return records_; }
-  // The walk's records [0, n) are the log now.
-  void Commit(int n, uint64_t generation, uint64_t top) {
+  // log's i-th once it has read past it. A walk deeper than the log where it joins it would
+  // overwrite records it has yet to read: it moves its records to spare() and goes on there.
+  Record* records() { return records_[current_]; }
+  Record* spare() { return records_[current_ ^ 1]; }
+  // The walk's records [0, n) are the log now: in records(), or in spare() if `in_spare`.
+  void Commit(int n, bool in_spare, uint64_t generation, uint64_t top) {
+    if (in_spare) current_ ^= 1;
     size_ = n;
     tag_ = generation + 1;
     top_ = top;
@@ -67,7 +72,8 @@ class FpChainLog {
   void AddReplayed(int n) { replayed_ += static_cast<uint64_t>(n); }
 
  private:
-  Record records_[kCapacity];
+  Record records_[2][kCapacity];
+  int current_ = 0;
   int size_ = 0;
   uint64_t tag_ = 0;  // the generation plus one; 0: no log
   uint64_t top_ = 0;

@@ -4,8 +4,8 @@
 // a signal handler that unwinds while its thread is inside the cache bypasses it instead of
 // reading a half-written entry.
 //
-// Memory: at most 163 KiB per thread that unwinds with tables, or with frame pointers on
-// x86_64/aarch64 (kEntries * 32 bytes of rules, a 32 KiB FrameLog and a 3 KiB FpChainLog, checked
+// Memory: at most 166 KiB per thread that unwinds with tables, or with frame pointers on
+// x86_64/aarch64 (kEntries * 32 bytes of rules, a 32 KiB FrameLog and a 6 KiB FpChainLog, checked
 // below), from a fixed pool of kMaxTables tables (41 MiB at most) taken from the mmap arena on first use and given
 // back when the thread exits; a thread that finds the pool empty unwinds uncached. The arena's
 // pages are zero until written and Clear() writes none, so a thread holds the pages its rules
@@ -91,7 +91,7 @@ class RuleCache {
     CompactRule rule;
   };
   static_assert(sizeof(Entry) <= 32, "keep entries small");
-  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) + sizeof(FpChainLog) <= (163 + 1) * 1024,
+  static_assert(sizeof(Entry) * kEntries + sizeof(FrameLog) + sizeof(FpChainLog) <= (166 + 1) * 1024,
                 "the per-thread bound documented above");
 
 

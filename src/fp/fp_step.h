@@ -1,6 +1,7 @@
 // FpStepRecordAtFp(): one frame-pointer step on x86_64 or aarch64, from a frame's registers to
 // its caller's. (The x86_64/aarch64 walk runs the same formula in its own logged loop,
-// walk/walk_cfi-inl.inc, and takes this step where that loop stops.)
+// walk/walk_cfi-inl.inc, and takes this step where that loop stops, but for a zero fp or return
+// address, where this step would end the walk too.)
 //
 // x86_64 and aarch64 keep a frame record {saved frame pointer, return address} at the frame
 // pointer (psABI §3.6.2, AAPCS64 §6.2.3):
