@@ -125,6 +125,25 @@ TEST(LeakcheckUntracked, TheDumpCarriesTheCountsToStackwalkReport) {
   EXPECT_NE(ReadFile(page).find("3 allocation(s) (" + kBytes.substr(0, 3) + "," + kBytes.substr(3) +
                                 " bytes) could not be tracked: in no view"),
             std::string::npos);
+  // The growth between two dumps: each side's count (here the dump against itself).
+  const std::string diff = ::testing::TempDir() + "untracked.diff.txt";
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " --diff " + dump + " " + dump + " >" +
+                         diff).c_str()),
+            0);
+  EXPECT_NE(ReadFile(diff).find("*** allocations that could not be tracked, in no figure of this "
+                                "diff: 3 (" + kBytes + " bytes) by A, 3 (" + kBytes +
+                                " bytes) by B\n"),
+            std::string::npos)
+      << ReadFile(diff);
+  const std::string diff_json = ::testing::TempDir() + "untracked.diff.json";
+  ASSERT_EQ(std::system((std::string(STACKWALK_REPORT) + " --diff --format json " + dump + " " +
+                         dump + " >" + diff_json).c_str()),
+            0);
+  EXPECT_NE(ReadFile(diff_json).find("\"untracked\":{\"from\":{\"allocations\":3,\"bytes\":" +
+                                     kBytes + "},\"to\":{\"allocations\":3,\"bytes\":" +
+                                     kBytes + "}}"),
+            std::string::npos)
+      << ReadFile(diff_json);
 }
 
 // Killed: the launcher reads the record region, whose header keeps the counts.

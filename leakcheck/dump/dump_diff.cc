@@ -98,6 +98,8 @@ bool DiffDumps(const DumpContents& a, DiffSide from, DumpNamer* name_a, const Du
   out->same_process = a.process.pid == b.process.pid && a.process.program == b.process.program &&
                       a.process.unix_time_ns <= b.process.unix_time_ns;
   out->sample_bytes = std::max(a.sample_bytes, b.sample_bytes);
+  out->from_untracked = a.summary.untracked;
+  out->to_untracked = b.summary.untracked;
   std::map<std::string, Matched> matched;
   Gather(a, name_a, false, &matched);
   Gather(b, name_b, true, &matched);
@@ -145,6 +147,13 @@ std::string RenderDiffText(const DumpDiff& diff, size_t top) {
   if (!diff.same_process) {
     out += "*** not two dumps of one run: allocations between are B's run total minus A's\n";
   }
+  if (diff.from_untracked.allocations() > 0 || diff.to_untracked.allocations() > 0) {
+    out += "*** allocations that could not be tracked, in no figure of this diff: " +
+           std::to_string(diff.from_untracked.allocations()) + " (" +
+           std::to_string(diff.from_untracked.bytes) + " bytes) by A, " +
+           std::to_string(diff.to_untracked.allocations()) + " (" +
+           std::to_string(diff.to_untracked.bytes) + " bytes) by B\n";
+  }
   out += "growth from " + SideText(diff.from) + "\n         to " + SideText(diff.to) + ": " +
          Signed(diff.growth_bytes) + " byte(s) in " + Signed(diff.growth_blocks) +
          " block(s) over " + std::to_string(diff.stacks.size()) + " stack(s); " +
@@ -187,6 +196,14 @@ std::string RenderDiffJson(const DumpDiff& diff, size_t top) {
                     ",\"allocations_between\":" + std::to_string(diff.allocations_between);
   if (!diff.naming_error.empty()) out += ",\"naming_error\":" + JsonString(diff.naming_error);
   if (diff.sample_bytes != 0) out += ",\"sample_bytes\":" + std::to_string(diff.sample_bytes);
+  if (diff.from_untracked.allocations() > 0 || diff.to_untracked.allocations() > 0) {
+    auto side = [](const UntrackedCounts& u) {
+      return "{\"allocations\":" + std::to_string(u.allocations()) +
+             ",\"bytes\":" + std::to_string(u.bytes) + "}";
+    };
+    out += ",\"untracked\":{\"from\":" + side(diff.from_untracked) +
+           ",\"to\":" + side(diff.to_untracked) + "}";
+  }
   out += ",\"stacks\":[";
   for (size_t i = 0; i < Shown(diff.stacks.size(), top); ++i) {
     const DiffStack& s = diff.stacks[i];

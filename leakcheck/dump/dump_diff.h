@@ -43,6 +43,8 @@ struct DumpDiff {
   uint64_t positive_growth_bytes = 0;           // over the stacks that grew (the folded total)
   uint64_t allocations_between = 0;
   uint64_t sample_bytes = 0;  // either side's sampling mean (figures are estimates), 0: none
+  // Each side's allocations the checker could not record by then (untracked.h): in no figure.
+  UntrackedCounts from_untracked, to_untracked;
   std::string naming_error;   // the modules whose frames could not be named
 };
 
