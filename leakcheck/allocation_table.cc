@@ -11,17 +11,23 @@ namespace {
 
 using Slot = record::AllocationSlot;
 
-// Load bounds, in thousandths: grow when an insert would pass 90 %, shrink when
-// a free leaves less than 55 %, and rebuild at 82 %. A (2, 4) cuckoo table
-// fills to ~97 % before inserts fail, so 90 % leaves them short paths; 82 %
-// after a resize is 29 bytes a block, and still under 32 with the last page's
-// rounding from 12 pages a shard.
-constexpr uint64_t kGrowAt = 900;
+// Load bounds, in thousandths: grow when an insert would pass 95 %, shrink when
+// a free leaves less than 55 %, and rebuild at 78 %. A (2, 4) cuckoo table
+// fills to ~97 % before inserts fail; the breadth-first search below finds
+// paths up to 95 % (the random walk of 32 moves it replaced failed from ~87 %
+// with these hashes, and each failure rebuilt the shard). A growing live set
+// rebuilds a shard every 22 % of growth instead of every ~10 %: each block is
+// moved ~4.5 times on the way up instead of ~10. 78 % after a resize is 30.8
+// bytes a block, under 32 with the last page's rounding from 26 pages a shard;
+// the whole table stays under 32 from 10,000 live blocks
+// (AtMost32BytesALiveBlockFrom10000Up; bench/live_table_bytes.sh: 26-31).
+constexpr uint64_t kGrowAt = 950;
 constexpr uint64_t kShrinkBelow = 550;
-constexpr uint64_t kResizeTo = 820;
-// How many blocks one insert may move along a cuckoo path before the shard
-// grows instead.
-constexpr int kMaxPath = 32;
+constexpr uint64_t kResizeTo = 780;
+// How many buckets one insert's search for a cuckoo path may reach before the
+// shard grows instead: the block's two, the 8 one move away, the 32 two moves
+// away and the first 22 three moves away.
+constexpr int kMaxReached = 64;
 
 // A block's slot written where another was (or none): the address word cleared
 // first and set last, so a program killed in between leaves an empty slot (the
@@ -38,13 +44,17 @@ void WriteSlot(Slot& to, const Slot& from) {
   __atomic_store_n(&to.word[0], from.word[0], __ATOMIC_RELAXED);
 }
 
-// The first empty slot of bucket `b`, or -1.
-int EmptyIn(const Slot* slots, uint32_t b) {
-  const Slot* bucket = slots + uint64_t{b} * 4;
-  for (int i = 0; i < 4; ++i) {
-    if (SlotEmpty(bucket[i])) return i;
-  }
-  return -1;
+constexpr uint64_t kAddressMask = (uint64_t{1} << record::kSlotAddressBits) - 1;
+
+// The slot of `bucket` holding the block whose slot address is `at` (0: its first empty
+// slot), or null.
+// Unrolled: the hooks call it twice for every allocation.
+__attribute__((always_inline)) inline Slot* Match(Slot* bucket, uint64_t at) {
+  if ((bucket[0].word[0] & kAddressMask) == at) return &bucket[0];
+  if ((bucket[1].word[0] & kAddressMask) == at) return &bucket[1];
+  if ((bucket[2].word[0] & kAddressMask) == at) return &bucket[2];
+  if ((bucket[3].word[0] & kAddressMask) == at) return &bucket[3];
+  return nullptr;
 }
 
 uint64_t PageSize() {
@@ -54,47 +64,67 @@ uint64_t PageSize() {
 
 }  // namespace
 
-bool AllocationTable::Place(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
-                            uint64_t at, uint64_t hash) {
-  const Buckets b = BucketsOf(at, hash, buckets);
-  for (uint32_t bucket : {b.first, b.second}) {
-    const int i = EmptyIn(slots, bucket);
-    if (i >= 0) {
-      WriteSlot(slots[uint64_t{bucket} * kBucketSlots + i], s);
-      return true;
-    }
+// Inlined into Resize, which calls it for every block: the first bucket looked at alone (most
+// blocks go there at 78-95 % load), by the unrolled Match.
+__attribute__((always_inline)) inline bool AllocationTable::Place(Slot* slots, uint32_t buckets,
+                                                                 uint32_t* kick, const Slot& s,
+                                                                 uint64_t at, uint64_t hash) {
+  const uint32_t first = FirstBucket(hash, buckets);
+  Slot* empty = Match(slots + uint64_t{first} * kBucketSlots, 0);
+  if (empty == nullptr) {
+    const uint32_t second = SecondBucket(at, first, buckets);
+    empty = Match(slots + uint64_t{second} * kBucketSlots, 0);
+    if (empty == nullptr) return PlaceMoving(slots, buckets, kick, s, {first, second});
   }
-  return PlaceMoving(slots, buckets, kick, s, b);
+  WriteSlot(*empty, s);
+  return true;
 }
 
 bool AllocationTable::PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
                                   const Buckets& b) {
-  // Walk a path of blocks each of which can move to its other bucket, ending at
-  // an empty slot, then move them from its end back, so every block is always
-  // in some slot.
-  uint64_t path[kMaxPath + 1];
-  uint32_t bucket = (*kick & 1) != 0 ? b.second : b.first;
-  for (int n = 0; n < kMaxPath; ++n) {
-    // A slot of the bucket not on the path yet (the slots of a full bucket take
-    // turns).
-    uint64_t victim = UINT64_MAX;
-    for (uint32_t tries = 0; tries < kBucketSlots && victim == UINT64_MAX; ++tries) {
-      victim = uint64_t{bucket} * kBucketSlots + (++*kick % kBucketSlots);
-      for (int k = 0; k < n; ++k) {
-        if (path[k] == victim) victim = UINT64_MAX;
+  // A breadth-first search for the shortest path of blocks each of which can move to its other
+  // bucket, ending at an empty slot; then the blocks move from its end back, so every block is
+  // always in some slot. A bucket reached: from `parent` (an index in `reached`, -1 for the
+  // block's own two), by moving the block in the parent's slot `slot` here.
+  struct Reached {
+    uint32_t bucket;
+    int16_t parent;
+    uint8_t slot;
+  };
+  Reached reached[kMaxReached];
+  int count = 0;
+  // Which of the two is searched first alternates, so neither fills first.
+  const bool second_first = (++*kick & 1) != 0;
+  reached[count++] = {second_first ? b.second : b.first, -1, 0};
+  reached[count++] = {second_first ? b.first : b.second, -1, 0};
+  for (int at = 0; at < count; ++at) {
+    const uint32_t bucket = reached[at].bucket;
+    for (uint32_t j = 0; j < kBucketSlots; ++j) {
+      const uint64_t victim_at = SlotAddressOf(slots[uint64_t{bucket} * kBucketSlots + j]);
+      const Buckets vb = BucketsOf(victim_at, Hash(victim_at), buckets);
+      const uint32_t other = vb.first == bucket ? vb.second : vb.first;
+      // A bucket already on this path would have a slot moved twice.
+      bool on_path = false;
+      for (int k = at; k >= 0 && !on_path; k = reached[k].parent) {
+        on_path = reached[k].bucket == other;
+      }
+      if (on_path) continue;
+      if (Slot* empty = Match(slots + uint64_t{other} * kBucketSlots, 0)) {
+        Slot* to = empty;
+        uint64_t from = uint64_t{bucket} * kBucketSlots + j;
+        for (int k = at;; k = reached[k].parent) {
+          WriteSlot(*to, slots[from]);
+          to = &slots[from];
+          if (reached[k].parent < 0) break;
+          from = uint64_t{reached[reached[k].parent].bucket} * kBucketSlots + reached[k].slot;
+        }
+        WriteSlot(*to, s);
+        return true;
+      }
+      if (count < kMaxReached) {
+        reached[count++] = {other, static_cast<int16_t>(at), static_cast<uint8_t>(j)};
       }
     }
-    if (victim == UINT64_MAX) return false;  // every slot of it on the path: grow instead
-    path[n] = victim;
-    const uint64_t victim_at = SlotAddressOf(slots[victim]);
-    const Buckets vb = BucketsOf(victim_at, Hash(victim_at), buckets);
-    bucket = vb.first == bucket ? vb.second : vb.first;
-    const int i = EmptyIn(slots, bucket);
-    if (i < 0) continue;
-    path[n + 1] = uint64_t{bucket} * kBucketSlots + i;
-    for (int k = n; k >= 0; --k) WriteSlot(slots[path[k + 1]], slots[path[k]]);
-    WriteSlot(slots[path[0]], s);
-    return true;
   }
   return false;
 }
@@ -118,8 +148,8 @@ bool AllocationTable::Resize(Shard& shard, uint64_t live) {
     bool placed = true;
     for (uint64_t i = 0; i < old_slots && placed; ++i) {
       const Slot& s = shard.slots[i];
-      if (SlotEmpty(s)) continue;
       const uint64_t at = SlotAddressOf(s);
+      if (at == 0) continue;
       placed = Place(slots, static_cast<uint32_t>(buckets), &shard.kick, s, at, Hash(at));
     }
     if (!placed) {  // no cuckoo path for some block (rare): try a little larger
@@ -156,20 +186,6 @@ uint64_t AllocationTable::live_bytes() const {
   for (const Shard& shard : shards_) bytes += shard.bytes.load(std::memory_order_relaxed);
   return bytes;
 }
-
-namespace {
-constexpr uint64_t kAddressMask = (uint64_t{1} << record::kSlotAddressBits) - 1;
-
-// The slot of `bucket` holding the block whose slot address is `at`, or null.
-// Unrolled: the hooks call it twice for every allocation.
-__attribute__((always_inline)) inline Slot* Match(Slot* bucket, uint64_t at) {
-  if ((bucket[0].word[0] & kAddressMask) == at) return &bucket[0];
-  if ((bucket[1].word[0] & kAddressMask) == at) return &bucket[1];
-  if ((bucket[2].word[0] & kAddressMask) == at) return &bucket[2];
-  if ((bucket[3].word[0] & kAddressMask) == at) return &bucket[3];
-  return nullptr;
-}
-}  // namespace
 
 inline AllocationTable::Slot* AllocationTable::Find(Shard& shard, uint64_t at, uint64_t hash) {
   if (shard.buckets == 0) return nullptr;

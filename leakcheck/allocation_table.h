@@ -3,11 +3,11 @@
 // lock per shard, so threads allocating at once rarely meet. Each shard is a bucketized cuckoo
 // hash table (buckets of 4 packed 24-byte slots, allocation_slot.h; each block in one of two
 // buckets its address picks) in mmap'ed memory (no malloc: the allocation hooks call it), kept
-// between 82 % and 90 % full: at 90 % it grows to 82 %, below 55 % it shrinks to 82 %, to any
+// between 78 % and 95 % full: at 95 % it grows to 78 %, below 55 % it shrinks to 78 %, to any
 // number of whole pages (the bucket picked by multiply-shift, not a mask). So a live block costs
-// 27-29 bytes with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
-// insert into two full buckets moves a short chain of blocks to their other buckets (cuckoo
-// hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
+// 26-31 bytes with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
+// insert into two full buckets moves the shortest chain of blocks a breadth-first search finds
+// to their other buckets (cuckoo hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
 // shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
 #ifndef STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 #define STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
@@ -118,7 +118,7 @@ class AllocationTable {
     SpinLock lock;
     Slot* slots = nullptr;  // buckets * kBucketSlots
     uint32_t buckets = 0;
-    uint32_t kick = 0;      // which slot of a full bucket gives way next (cuckoo moves)
+    uint32_t kick = 0;      // counts cuckoo path searches: which bucket is searched first
     uint64_t mapped = 0;    // bytes
     uint64_t grow_at = 0;   // live counts at which it is rebuilt larger (Insert) and smaller
     uint64_t shrink_below = 0;  // (Remove); set by Resize
@@ -167,7 +167,7 @@ class AllocationTable {
   // Place when both buckets are full: the cuckoo path.
   static bool PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
                           const Buckets& b);
-  // Rebuilds `shard` with room for `live` blocks at 80 % load (whole pages); false if out of
+  // Rebuilds `shard` with room for `live` blocks at 78 % load (whole pages); false if out of
   // memory (the shard is left as it was).
   bool Resize(Shard& shard, uint64_t live);
 
