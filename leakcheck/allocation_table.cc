@@ -213,7 +213,11 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   Shard& shard = shards_[ShardOf(address, hash)];
   SpinLockHolder hold(shard.lock);
   const uint64_t live = shard.live.load(std::memory_order_relaxed);
-  if (live >= shard.grow_at && !Resize(shard, live + 1)) {
+  // A shard that cannot grow may still take the block: in place of a block whose free was
+  // missed, in a free slot or at the end of a cuckoo path, none of which needs memory. Only a
+  // shard without slots at all gives up here.
+  const bool grown = live < shard.grow_at || Resize(shard, live + 1);
+  if (!grown && shard.buckets == 0) {
     if (recorded_ != nullptr) recorded_->Remove(address);
     untracked_.Count(UntrackedWhy::kNoMemory, size);
     return false;
@@ -244,6 +248,11 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   if (empty != nullptr) {
     WriteSlot(*empty, packed);
   } else if (!PlaceMoving(shard.slots, shard.buckets, &shard.kick, packed, {first, second})) {
+    if (!grown) {  // full, and no memory to grow
+      if (recorded_ != nullptr) recorded_->Remove(address);
+      untracked_.Count(UntrackedWhy::kNoMemory, size);
+      return false;
+    }
     // No cuckoo path: grow by an eighth (at least a page) until one is found.
     do {
       if (!Resize(shard, uint64_t{shard.buckets} * kBucketSlots * kResizeTo / 1000 * 9 / 8 + 1)) {

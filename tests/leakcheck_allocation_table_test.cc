@@ -343,6 +343,43 @@ TEST(AllocationTable, ABlockTheTableHasNoMemoryForIsCountedUntracked) {
   EXPECT_EQ(status, 0);
 }
 
+// A table with memory that cannot grow any more still takes what needs none: blocks fill its
+// free slots until none is left, and a block at the address of one whose free was missed
+// replaces it instead of going untracked (it used to be dropped once the shard was due to grow).
+TEST(AllocationTable, AFullTableThatCannotGrowStillReplacesAMissedFree) {
+  static AllocationTable table;
+  constexpr uintptr_t kBase = 0x7f0000000000;
+  for (uintptr_t i = 0; i < 64; ++i) ASSERT_TRUE(table.Insert(kBase + i * 64, 32, 1, 1, i));
+  const int status = InChildWithNoMoreMemory([] {
+    // New blocks until 1,000 in a row find no room: every shard is full by then.
+    uint64_t taken = 64;
+    int refused_in_a_row = 0;
+    uintptr_t i = 64;
+    for (; i < 4000000 && refused_in_a_row < 1000; ++i) {
+      if (table.Insert(kBase + i * 64, 32, 1, 1, i)) {
+        ++taken;
+        refused_in_a_row = 0;
+      } else {
+        ++refused_in_a_row;
+      }
+    }
+    if (i == 4000000) return 10;  // never full: the limit did not bind
+    const UntrackedCounts before = table.untracked();
+    if (before.no_memory == 0 || table.live_count() != taken) return 11;
+    // Each of the first blocks again, as if its free had been missed: replaced in every shard.
+    for (uintptr_t k = 0; k < 64; ++k) {
+      Allocation replaced;
+      if (!table.Insert(kBase + k * 64, 48, 2, 1, i + k, &replaced)) return 12;
+      if (replaced.address != kBase + k * 64 || replaced.size != 32) return 13;
+    }
+    const UntrackedCounts after = table.untracked();
+    if (after.no_memory != before.no_memory || table.live_count() != taken) return 14;
+    return 0;
+  });
+  if (status == kLimitNotApplied) GTEST_SKIP() << "RLIMIT_AS is not applied here (qemu-user)";
+  EXPECT_EQ(status, 0);
+}
+
 // The recorded-address filter cannot map its counts (128 KiB): the block the table would have
 // recorded goes untracked, counted, instead of dropped silently.
 TEST(AllocationTable, ABlockTheFilterHasNoMemoryForIsCountedUntracked) {
