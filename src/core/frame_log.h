@@ -63,33 +63,6 @@ class FrameLog {
   }
   // A step the log cannot describe happened: this walk will not replace the log.
   void Break() { scratch_ok_ = false; }
-  // Walks deeper than kCapacity keep their outermost kCapacity frames (a ring).
-  void Record(const Frame& f) {
-    if (!scratch_ok_) return;
-    scratch_[scratch_n_ % kCapacity] = f;
-    ++scratch_n_;
-  }
-
-  // ---- matching ----
-  // The index of a logged frame equal to (pc, sp, fp), or -1. Frames are visited in order of
-  // increasing sp, so a walk's successive calls cost O(1) each. `exact`: pc is the walk's first
-  // frame's own (a capture's, or an interrupted one), whose rule is looked up at pc and not at
-  // pc - 1, so it matches only a logged frame that was exact too: the same capture site at the
-  // same depth, which the next allocation's walk then replays from its first frame on.
-  int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
-    if (first_ == kCapacity || generation_ == 0 || walk_generation_ != generation_) return -1;
-    while (cursor_ < kCapacity && log_[cursor_].sp < sp) ++cursor_;
-    if (cursor_ == kCapacity) return -1;
-    const Frame& f = log_[cursor_];
-    if (f.sp != sp || f.pc != pc || ((f.flags & kExact) != 0) != exact) return -1;
-    // Code without frame pointers uses fp as a general register, so its value only has to
-    // agree where some later logged step reads it before restoring it.
-    if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {
-      return -1;
-    }
-    ++matches_;
-    return cursor_;
-  }
 
   const Frame& frame(int i) const { return log_[i]; }
   // The stack region every logged slot lies in (checked once per replay, not per slot).
@@ -119,7 +92,13 @@ class FrameLog {
           scratch_ok_(log.scratch_ok_),
           usable_(log.first_ != kCapacity && log.generation_ != 0 &&
                   log.walk_generation_ == log.generation_) {}
-    // As FrameLog::Match, FrameLog::Record and FrameLog::Break.
+    // The index of a logged frame equal to (pc, sp, fp), or -1. Frames are visited in order of
+    // increasing sp, so a walk's successive calls cost O(1) each. `exact`: pc is the walk's first
+    // frame's own (a capture's, or an interrupted one), whose rule is looked up at pc and not at
+    // pc - 1, so it matches only a logged frame that was exact too: the same capture site at the
+    // same depth, which the next allocation's walk then replays from its first frame on. Code
+    // without frame pointers uses fp as a general register, so its value only has to agree where
+    // some later logged step reads it before restoring it (kFpMatters).
     int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
       if (!usable_) return -1;
       while (cursor_ < kCapacity && log_frames_[cursor_].sp < sp) ++cursor_;
@@ -132,12 +111,14 @@ class FrameLog {
       ++matches_;
       return cursor_;
     }
+    // Walks deeper than kCapacity keep their outermost kCapacity frames (a ring).
     void Record(const Frame& f) {
       if (!scratch_ok_) return;
       scratch_[static_cast<unsigned>(scratch_n_) % kCapacity] = f;  // a mask: kCapacity is 2^k
       ++scratch_n_;
     }
-    void Break() { scratch_ok_ = false; }
+    void Break() { scratch_ok_ = false; }  // as FrameLog::Break
+    // Writes the cursor, the recording and the matches back into the log.
     void Store(FrameLog& log) const {
       log.cursor_ = cursor_;
       log.scratch_n_ = scratch_n_;
