@@ -4,11 +4,14 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace stackwalk::internal {
 namespace {
@@ -115,6 +118,39 @@ TEST(ModuleMap, ReaderKeepsItsSnapshotAcrossRebuilds) {
   EXPECT_EQ(pinned->generation(), generation);
   EXPECT_EQ(pinned->size(), size);
   EXPECT_NE(pinned->Find(reinterpret_cast<uintptr_t>(&EndsWith)), nullptr);
+}
+
+// A fork while another thread refreshes the map (holds its writer lock): the child's own first
+// refresh (a walk's, an allocation hook's) must not wait for that lock, since the thread that
+// held it does not exist in the child. A child that hangs dies of its alarm.
+TEST(ModuleMap, AChildForkedWhileAnotherThreadHoldsTheWriterLockCanRefresh) {
+  struct Hold {
+    std::atomic<int> state{0};  // 1: the lock is held; 2: let go
+  } hold;
+  std::thread writer([&hold] {
+    ModuleMap::WithWriterLock(
+        [](void* arg) {
+          auto* h = static_cast<Hold*>(arg);
+          h->state.store(1);
+          while (h->state.load() != 2) usleep(1000);
+        },
+        &hold);
+  });
+  while (hold.state.load() != 1) usleep(1000);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10);
+    ModuleMap::Global().RefreshIfChanged();
+    _exit(0);
+  }
+  int status = 0;
+  const pid_t waited = waitpid(pid, &status, 0);
+  hold.state.store(2);
+  writer.join();
+  ASSERT_EQ(waited, pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child waited for the lock another thread of its parent held at the fork";
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "core/build_id.h"
 
@@ -19,6 +21,13 @@ namespace {
 
 // Serializes writers. Readers never take it.
 std::mutex g_writer_mutex;
+
+// A fork while another thread refreshes the map would leave the child a locked mutex that no
+// thread of its own will unlock, and its first refresh (a walk's, an allocation hook's) would
+// wait forever: the child, single-threaded, starts with a fresh one. What it reads is whole: a
+// writer publishes a snapshot with one atomic store once it is built.
+void ResetWriterMutexInChild() { new (&g_writer_mutex) std::mutex(); }
+[[maybe_unused]] const int g_reset_in_child = pthread_atfork(nullptr, nullptr, ResetWriterMutexInChild);
 
 bool HasAddsSubs(size_t info_size) {
   return info_size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(unsigned long long);
@@ -181,6 +190,11 @@ ModuleMap::Reader::Reader(ModuleMap& map) : map_(map) {
 }
 
 ModuleMap::Reader::~Reader() { map_.readers_.fetch_sub(1); }
+
+void ModuleMap::WithWriterLock(void (*f)(void*), void* arg) {
+  std::lock_guard<std::mutex> lock(g_writer_mutex);
+  f(arg);
+}
 
 bool ModuleMap::RefreshIfChanged() {
   std::lock_guard<std::mutex> lock(g_writer_mutex);

@@ -104,6 +104,9 @@ class ModuleMap {
   // Rebuilds unconditionally (e.g. after a miss on an unknown PC). Returns false if it could not
   // build (out of memory); the old snapshot then stays.
   bool Rebuild();
+  // Runs f(arg) holding the lock that serializes writers, as a refresh does (tests: a fork while
+  // another thread writes; a child process starts with the lock free).
+  static void WithWriterLock(void (*f)(void*), void* arg);
 
   // The most recently unloaded object whose extent held `pc`, among the last kUnloadedKept that
   // a rebuild found gone: the process's one history of unloaded objects (the symbolizer's, and
