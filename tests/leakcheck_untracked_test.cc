@@ -4,7 +4,9 @@
 // live table's slot refuses. The text report says so in its header and under its SUMMARY line;
 // the JSON report's summary carries the counts; the dump carries them to stackwalk-report (its
 // leak report and its profile views); a killed program's report (read from its record region)
-// has them too; and a run without the odd allocator says nothing of the kind.
+// has them too; a check in the running process returns them in stackwalk_leak_summary (the C
+// form, CheckLeaks(), a listener: tests/fixtures/untracked_checks.cc); and a run without the odd
+// allocator says nothing of the kind.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -155,6 +157,36 @@ TEST(LeakcheckUntracked, AKilledProgramsReportFromItsRecordHasTheCounts) {
       << run.report;
   EXPECT_NE(run.report.find(kHeaderLine), std::string::npos) << run.report;
   EXPECT_NE(run.report.find(kWarning), std::string::npos) << run.report;
+}
+
+// What tests/fixtures/untracked_checks.cc prints (the summary's untracked fields of each check),
+// run under the launcher; `odd`: the unaligned allocator preloaded.
+std::string ChecksOutput(bool odd) {
+  const std::string report = ::testing::TempDir() + "untracked_checks." + std::to_string(getpid()) +
+                             ".out";
+  const std::string command =
+      std::string("env ") + (odd ? std::string("LD_PRELOAD=") + UNALIGNED_ALLOCATOR : "") + " " +
+      STACKWALK_LEAKCHECK + " --output " + report + " " + UNTRACKED_CHECKS + " 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), p) != nullptr) out += line;
+    EXPECT_EQ(pclose(p), 0) << out;
+  }
+  return out;
+}
+
+// The 3 refused blocks (kept, not leaked) in every check's summary: the C form's, CheckLeaks()'s
+// and the listener's after each.
+TEST(LeakcheckUntracked, AChecksSummaryCountsThem) {
+  const std::string counts = "3 " + kBytes + " 3 0\n";
+  EXPECT_EQ(ChecksOutput(true), "listener: " + counts + "check: " + counts + "listener: " + counts +
+                                    "CheckLeaks: " + counts);
+}
+
+TEST(LeakcheckUntracked, AChecksSummaryCountsNoneWithAnOrdinaryAllocator) {
+  EXPECT_EQ(ChecksOutput(false), "listener: 0 0 0 0\ncheck: 0 0 0 0\nlistener: 0 0 0 0\n"
+                                 "CheckLeaks: 0 0 0 0\n");
 }
 
 // With glibc's own allocator every block is tracked: no line, no warning, zero counts.
