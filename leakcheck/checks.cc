@@ -26,6 +26,7 @@
 #include "leakcheck/scan/check.h"
 #include "leakcheck/session.h"
 #include "leakcheck/snapshots.h"
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck {
 
@@ -129,6 +130,11 @@ void RunLeakCheck(State& state, size_t deliver, bool append_report, CheckRun* ou
                    : report.summary.method == "signal" ? 2
                                                        : 0;
   summary.unstopped = static_cast<int>(report.summary.unstopped.size());
+  const UntrackedCounts& untracked = report.summary.untracked;
+  summary.untracked_allocations = untracked.allocations();
+  summary.untracked_bytes = untracked.bytes;
+  summary.untracked_refused = untracked.refused;
+  summary.untracked_no_memory = untracked.no_memory;
   out->records.clear();
   // The (stack, verdict) of each record returned: their blocks are flagged.
   std::vector<std::pair<uint32_t, Verdict>> returned;

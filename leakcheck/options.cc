@@ -246,7 +246,8 @@ const OptionSpec kOptionSpecs[] = {
      "named and suppressed)"},
     {"exitcode", "exitcode", 0, "N", OptionType::kNumber, SetNumber<int, &Options::exitcode, 0, 255>,
      ShowNumberField<int, &Options::exitcode>,
-     "exit with N (1..255) if leaks were found; 0: with PROGRAM's status"},
+     "exit with N (1..255) if leaks were found, or none but some allocations could not be "
+     "tracked (whether they leaked is unknown); 0: with PROGRAM's status"},
     {"min_size", "min-size", 0, "N", OptionType::kNumber,
      SetNumber<uint64_t, &Options::min_size, 0, 999999999999999999>,
      ShowNumberField<uint64_t, &Options::min_size>, "ignore allocations smaller than N bytes"},

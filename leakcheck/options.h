@@ -25,7 +25,8 @@ struct Options {
   char output[256] = {};  // the report's file; stderr when empty
   char dump[256] = {};    // the raw dump's file (leakcheck/dump/); none when empty
   bool program_report = true;  // false: with a dump, the program writes the dump alone
-  int exitcode = 0;       // if nonzero, the process exits with it when leaks are found
+  int exitcode = 0;       // if nonzero, the process exits with it when leaks are found, or may
+                          // have been: none found but some untracked (leakcheck/exitcode.h)
   bool report_at_exit = true;
   bool json = false;      // format=json: the report as one JSON object
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report

@@ -116,7 +116,7 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
     const Verdict v = i < c.check.verdicts.size() ? c.check.verdicts[i] : Verdict::kLive;
     if (IsLeak(v) || v == Verdict::kLive) leaks.Add(c.check.blocks[i].size, header.sample_bytes);
   }
-  return {leaks.rounded_bytes(), leaks.rounded_count()};
+  return {leaks.rounded_bytes(), leaks.rounded_count(), header.summary.untracked};
 }
 
 }  // namespace
@@ -177,7 +177,7 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                      });
   DeliverReport(options.output, reports_written == 0, text);
   ++reports_written;
-  return {report.summary.bytes, report.summary.allocations};
+  return {report.summary.bytes, report.summary.allocations, report.summary.untracked};
 }
 
 }  // namespace stackwalk::leakcheck

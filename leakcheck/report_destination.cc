@@ -80,7 +80,7 @@ void DeliverDump(const char* path_pattern, bool first, const std::string& bytes)
   if (path.empty()) return;
   const int fd = OpenReportFile(path, first);
   if (fd < 0) {
-    WriteAll(StderrForReports(), "stackwalk-leakcheck: cannot write the dump " + path + "\n");
+    WriteToStderr("stackwalk-leakcheck: cannot write the dump " + path + "\n");
     return;
   }
   // Whole dumps, one process at a time: the launcher's pipe (--name-in=launcher, each process's
@@ -91,6 +91,8 @@ void DeliverDump(const char* path_pattern, bool first, const std::string& bytes)
   WriteAll(fd, bytes);
   close(fd);
 }
+
+void WriteToStderr(const std::string& text) { WriteAll(StderrForReports(), text); }
 
 void DeliverReport(const char* output, bool first, const std::string& text) {
   const int stderr_fd = StderrForReports();

@@ -31,6 +31,9 @@ pid_t ReportingProcess();
 // file; later ones are appended. Not signal-safe: allocates.
 void DeliverReport(const char* output, bool first, const std::string& text);
 
+// Writes `text` (a note for the user) to StderrForReports(). Not signal-safe: allocates.
+void WriteToStderr(const std::string& text);
+
 // `path` with each "%p" replaced by the process id (the output and dump options' rule).
 std::string ExpandProcessId(const char* path);
 

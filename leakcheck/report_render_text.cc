@@ -42,11 +42,6 @@ std::string StopLine(const ReportSummary& s) {
   return text;
 }
 
-// "3 allocations (12 bytes)": what the checker could not record (untracked.h).
-std::string UntrackedFigures(const UntrackedCounts& u) {
-  return FormatCount(u.allocations()) + " (" + FormatBytes(u.bytes) + ")";
-}
-
 // The header's line on them, with why: none of the report's figures counts them.
 std::string UntrackedLine(const UntrackedCounts& u) {
   std::string why;
@@ -162,6 +157,10 @@ std::string SuppressionsUsed(const std::vector<SuppressionEntry>& used) {
 }
 
 }  // namespace
+
+std::string UntrackedFigures(const UntrackedCounts& u) {
+  return FormatCount(u.allocations()) + " (" + FormatBytes(u.bytes) + ")";
+}
 
 std::string RenderText(const LeakReport& report, const FrameFormatter& format_frames) {
   std::string text = Header(report);

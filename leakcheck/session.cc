@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "leakcheck/exitcode.h"
 #include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
@@ -159,7 +160,10 @@ void ReportAtExit() {
   if (auto libc = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "__libc_freeres"))) libc();
   ReportTotals leaks = WriteReport(s, "exit");
   RecordExitReported();
-  if (leaks.allocations > 0 && s.options.exitcode != 0) _exit(s.options.exitcode);
+  const ExitcodeDecision exitcode =
+      DecideExitcode(s.options.exitcode, leaks.allocations, leaks.untracked);
+  if (!exitcode.note.empty()) WriteToStderr(exitcode.note);
+  if (exitcode.applies) _exit(s.options.exitcode);
 }
 
 }  // namespace stackwalk::leakcheck

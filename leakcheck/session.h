@@ -27,7 +27,8 @@ int32_t SignalReporterTid();
 
 // At exit (exit(), or _exit and _Exit, which skip the exit handlers): gives glibc's and
 // libstdc++'s internal pools back (as valgrind does), writes the report if configured to, and
-// exits with the configured code if there were leaks. Once per process.
+// exits with the configured code if there were leaks, or none but untracked allocations
+// (exitcode.h). Once per process.
 void ReportAtExit();
 
 }  // namespace stackwalk::leakcheck

@@ -18,6 +18,7 @@
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
 #include "leakcheck/timeline.h"
+#include "leakcheck/untracked.h"
 
 namespace stackwalk::leakcheck {
 
@@ -73,6 +74,7 @@ ClosedModules& ClosedModuleRegistry(State& state);
 struct ReportTotals {
   uint64_t bytes = 0;
   uint64_t allocations = 0;
+  UntrackedCounts untracked;  // in neither figure (untracked.h)
 };
 
 // Writes the report of the allocations live now (leaks, at exit) to the configured output.

@@ -4,7 +4,10 @@
 // live table's slot refuses. The text report says so in its header and under its SUMMARY line;
 // the JSON report's summary carries the counts; the dump carries them to stackwalk-report (its
 // leak report and its profile views); a killed program's report (read from its record region)
-// has them too; and a run without the odd allocator says nothing of the kind.
+// has them too; a check in the running process returns them in stackwalk_leak_summary (the C
+// form, CheckLeaks(), a listener: tests/fixtures/untracked_checks.cc); --exitcode N applies when
+// no leak was found but some went untracked, said on stderr, whichever side names the report; and
+// a run without the odd allocator says nothing of the kind.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -155,6 +158,95 @@ TEST(LeakcheckUntracked, AKilledProgramsReportFromItsRecordHasTheCounts) {
       << run.report;
   EXPECT_NE(run.report.find(kHeaderLine), std::string::npos) << run.report;
   EXPECT_NE(run.report.find(kWarning), std::string::npos) << run.report;
+}
+
+// What tests/fixtures/untracked_checks.cc prints (the summary's untracked fields of each check),
+// run under the launcher; `odd`: the unaligned allocator preloaded.
+std::string ChecksOutput(bool odd) {
+  const std::string report = ::testing::TempDir() + "untracked_checks." + std::to_string(getpid()) +
+                             ".out";
+  const std::string command =
+      std::string("env ") + (odd ? std::string("LD_PRELOAD=") + UNALIGNED_ALLOCATOR : "") + " " +
+      STACKWALK_LEAKCHECK + " --output " + report + " " + UNTRACKED_CHECKS + " 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), p) != nullptr) out += line;
+    EXPECT_EQ(pclose(p), 0) << out;
+  }
+  return out;
+}
+
+// The 3 refused blocks (kept, not leaked) in every check's summary: the C form's, CheckLeaks()'s
+// and the listener's after each.
+TEST(LeakcheckUntracked, AChecksSummaryCountsThem) {
+  const std::string counts = "3 " + kBytes + " 3 0\n";
+  EXPECT_EQ(ChecksOutput(true), "listener: " + counts + "check: " + counts + "listener: " + counts +
+                                    "CheckLeaks: " + counts);
+}
+
+TEST(LeakcheckUntracked, AChecksSummaryCountsNoneWithAnOrdinaryAllocator) {
+  EXPECT_EQ(ChecksOutput(false), "listener: 0 0 0 0\ncheck: 0 0 0 0\nlistener: 0 0 0 0\n"
+                                 "CheckLeaks: 0 0 0 0\n");
+}
+
+struct ExitcodeRun {
+  int status = -1;  // the launcher's exit status, -1 if it did not exit
+  std::string stderr_text;
+  std::string report;
+};
+
+// The fixture under the launcher with --exitcode 23, its report named in `name_in` ("launcher" or
+// "program"); `odd`: the unaligned allocator preloaded; `how`: "clean" frees every block.
+ExitcodeRun RunWithExitcode(const std::string& name_in, bool odd, const std::string& how) {
+  static int serial = 0;
+  const std::string base = ::testing::TempDir() + "untracked_exitcode." + std::to_string(getpid()) +
+                           "." + std::to_string(serial++);
+  const std::string report = base + ".out", errors = base + ".err";
+  std::remove(report.c_str());
+  const std::string command =
+      std::string("env ") + (odd ? std::string("LD_PRELOAD=") + UNALIGNED_ALLOCATOR : "") + " " +
+      STACKWALK_LEAKCHECK + " --name-in=" + name_in + " --exitcode 23 --min-size 40000 --output " +
+      report + " " + UNTRACKED_BLOCKS + " " + how + " 2>" + errors;
+  const int raw = std::system(command.c_str());
+  ExitcodeRun run;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  run.stderr_text = ReadFile(errors);
+  run.report = ReadFile(report);
+  return run;
+}
+
+const std::string kNoLeaks = "\nSUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations.\n";
+const std::string kExitcodeNote = "stackwalk-leakcheck: exit status 23 (--exitcode): no leaks "
+                                  "found, but 3 allocations (" + kBytes + " bytes) could not be "
+                                  "tracked: whether they leaked is unknown\n";
+
+// "0 leaks" proves nothing about untracked blocks: a CI run must not pass on it. The launcher
+// decides from the report it names; with --name-in=program the program decides at its exit.
+TEST(LeakcheckUntracked, ExitcodeAppliesWhenNoLeakWasFoundButSomeWentUntracked) {
+  for (const char* name_in : {"launcher", "program"}) {
+    SCOPED_TRACE(name_in);
+    const ExitcodeRun run = RunWithExitcode(name_in, true, "clean");
+    EXPECT_NE(run.report.find(kNoLeaks), std::string::npos) << run.report;
+    EXPECT_NE(run.report.find(kWarning), std::string::npos) << run.report;
+    EXPECT_EQ(run.status, 23) << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find(kExitcodeNote), std::string::npos) << run.stderr_text;
+  }
+}
+
+// Leaks found: N as before, the report says why (no note); nothing leaked and nothing untracked:
+// the program's own status.
+TEST(LeakcheckUntracked, ExitcodeOtherwiseFollowsTheLeaksAlone) {
+  for (const char* name_in : {"launcher", "program"}) {
+    SCOPED_TRACE(name_in);
+    const ExitcodeRun leaky = RunWithExitcode(name_in, true, "");
+    EXPECT_EQ(leaky.status, 23) << leaky.stderr_text;
+    EXPECT_EQ(leaky.stderr_text.find("(--exitcode)"), std::string::npos) << leaky.stderr_text;
+    const ExitcodeRun clean = RunWithExitcode(name_in, false, "clean");
+    EXPECT_NE(clean.report.find(kNoLeaks), std::string::npos) << clean.report;
+    EXPECT_EQ(clean.status, 0) << clean.stderr_text;
+    EXPECT_EQ(clean.stderr_text.find("(--exitcode)"), std::string::npos) << clean.stderr_text;
+  }
 }
 
 // With glibc's own allocator every block is tracked: no line, no warning, zero counts.

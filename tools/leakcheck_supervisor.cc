@@ -25,6 +25,7 @@
 #include "leakcheck/dump/dump_format.h"
 #include "leakcheck/dump/dump_report.h"
 #include "leakcheck/dump/record_read.h"
+#include "leakcheck/exitcode.h"
 #include "leakcheck/record_format.h"
 #include "leakcheck_children.h"
 
@@ -106,7 +107,9 @@ class DumpRenderer {
   // A dump the launcher made itself (from the record region): rendered, and kept with --dump.
   void RenderMade(const dump::DumpContents& d) { Render(d, dump::EncodeDump(d)); }
   bool program_reported_at_exit() const { return program_reported_at_exit_; }
-  bool program_leaked() const { return program_leaked_; }
+  // What the program's report at exit found (the --exitcode decision's figures).
+  uint64_t program_leaked() const { return program_leaked_; }
+  const UntrackedCounts& program_untracked() const { return program_untracked_; }
 
  private:
   // Each dump says its length in its header (dump_format.h): rendered once it is all here.
@@ -174,7 +177,8 @@ class DumpRenderer {
     }
     if (d.process.pid == program_ && d.process.at_exit) {
       program_reported_at_exit_ = true;
-      program_leaked_ = leaked > 0;
+      program_leaked_ = leaked;
+      program_untracked_ = d.summary.untracked;
     }
   }
 
@@ -191,7 +195,8 @@ class DumpRenderer {
   std::string pending_;
   std::set<std::string> started_;
   bool program_reported_at_exit_ = false;
-  bool program_leaked_ = false;
+  uint64_t program_leaked_ = 0;
+  UntrackedCounts program_untracked_;
   bool snapshot_dropped_ = false;
 };
 
@@ -457,7 +462,10 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
     DieLike(signo);
   }
   const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  if (settings.exitcode() != 0 && renderer.program_leaked()) return settings.exitcode();
+  const ExitcodeDecision exitcode = DecideExitcode(
+      settings.exitcode(), renderer.program_leaked(), renderer.program_untracked());
+  if (!exitcode.note.empty()) WriteAll(2, exitcode.note);
+  if (exitcode.applies) return settings.exitcode();
   return exit_status;
 }
 

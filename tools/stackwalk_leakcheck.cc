@@ -6,7 +6,8 @@
 // Options follow GNU conventions (getopt_long): --opt=value or --opt value, -o FILE, -h, -V; each
 // is defined once, in leakcheck/options.cc, with the key it has in STACKWALK_LEAKCHECK. Options
 // end at the first word that is not one (the program), or at "--".
-// The program's exit status is passed through, unless --exitcode N is given and leaks are found.
+// The program's exit status is passed through, unless --exitcode N is given and leaks are found
+// (or none are, but allocations went untracked: leakcheck/exitcode.h).
 // Exit statuses of its own: 2 for a bad command line, 126 for a program the preload cannot reach
 // (statically linked, set-user-ID or set-group-ID of another owner, file capabilities), 127 for
 // one that cannot be run.

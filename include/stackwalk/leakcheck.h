@@ -84,7 +84,11 @@ struct stackwalk_leak_record {
 };
 
 // A check's totals. direct_* and indirect_* count the check's records (the leaks new since the
-// previous check); reachable_* every block reachable now.
+// previous check); reachable_* every block reachable now. untracked_* count the allocations the
+// checker could not record (docs/leakcheck.md, "Untracked allocations"), the JSON report's
+// summary.untracked: since the process started recording, not since the previous check; they
+// are in no other figure, so a check with no leaks but untracked allocations proves nothing
+// about those. New fields are only ever appended.
 struct stackwalk_leak_summary {
   uint64_t check;  // this check's number: 1 for the process's first
   uint64_t direct_bytes, direct_allocations;
@@ -95,6 +99,11 @@ struct stackwalk_leak_summary {
   uint64_t check_ns;  // the whole check
   int method;         // how they were stopped: 0 not at all, 1 ptrace, 2 a signal
   int unstopped;      // threads that could not be stopped
+  uint64_t untracked_allocations;  // untracked_refused + untracked_no_memory
+  uint64_t untracked_bytes;        // their bytes, as the program asked for them
+  uint64_t untracked_refused;      // a slot cannot hold them: an address above 2^48 or not
+                                   // 8-byte aligned (tagged heap pointers), 1 TiB or more
+  uint64_t untracked_no_memory;    // no memory for the checker's tables
 };
 
 // Called after each check (stackwalk_leakcheck_check, CheckLeaks() or a periodic check), on the
