@@ -31,7 +31,7 @@ struct AllocatorHooks {
   }
   [[gnu::noinline]] static void* MallocRecorded(size_t size) {
     void* p = real.malloc(size);
-    Record(p, size);
+    Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void Free(void* p) {
@@ -49,7 +49,7 @@ struct AllocatorHooks {
   }
   [[gnu::noinline]] static void* CallocRecorded(size_t n, size_t size) {
     void* p = real.calloc(n, size);
-    Record(p, n * size);
+    Record(p, n * size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* Realloc(void* old, size_t size) {
@@ -61,7 +61,7 @@ struct AllocatorHooks {
     const bool tracked = !SkipUnrecordedFree(old) && TakeRecord(old, &before);
     void* p = real.realloc(old, size);
     if (p != nullptr) {
-      if (!SkipUnsampled(size)) Record(p, size);
+      if (!SkipUnsampled(size)) Record(p, size, STACKWALK_CALL_SITE());
     } else if (tracked && size != 0) {
       RestoreRecord(before);  // failed: the old block lives on
     }
@@ -78,31 +78,31 @@ struct AllocatorHooks {
   static void* Memalign(size_t align, size_t size) {
     if (SkipUnsampled(size)) return real.memalign(align, size);
     void* p = real.memalign(align, size);
-    Record(p, size);
+    Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* AlignedAlloc(size_t align, size_t size) {
     if (SkipUnsampled(size)) return real.aligned_alloc(align, size);
     void* p = real.aligned_alloc(align, size);
-    Record(p, size);
+    Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static int PosixMemalign(void** out, size_t align, size_t size) {
     if (SkipUnsampled(size)) return real.posix_memalign(out, align, size);
     int error = real.posix_memalign(out, align, size);
-    if (error == 0) Record(*out, size);
+    if (error == 0) Record(*out, size, STACKWALK_CALL_SITE());
     return error;
   }
   static void* Valloc(size_t size) {
     if (SkipUnsampled(size)) return real.valloc(size);
     void* p = real.valloc(size);
-    Record(p, size);
+    Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* Pvalloc(size_t size) {
     if (SkipUnsampled(size)) return real.pvalloc(size);
     void* p = real.pvalloc(size);
-    Record(p, size);
+    Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
 
@@ -115,7 +115,7 @@ struct AllocatorHooks {
       ReentryGuard inner;
       p = real.new_throwing(size);
     }
-    if (!unsampled) Record(p, size);
+    if (!unsampled) Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* NewNothrow(size_t size, const std::nothrow_t& tag) noexcept {
@@ -125,7 +125,7 @@ struct AllocatorHooks {
       ReentryGuard inner;
       p = real.new_nothrow(size, tag);
     }
-    if (!unsampled) Record(p, size);
+    if (!unsampled) Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* NewAligned(size_t size, std::align_val_t align) {
@@ -135,7 +135,7 @@ struct AllocatorHooks {
       ReentryGuard inner;
       p = real.new_aligned(size, align);
     }
-    if (!unsampled) Record(p, size);
+    if (!unsampled) Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void* NewAlignedNothrow(size_t size, std::align_val_t align,
@@ -146,7 +146,7 @@ struct AllocatorHooks {
       ReentryGuard inner;
       p = real.new_aligned_nothrow(size, align, tag);
     }
-    if (!unsampled) Record(p, size);
+    if (!unsampled) Record(p, size, STACKWALK_CALL_SITE());
     return p;
   }
   static void Delete(void* p) noexcept {

@@ -186,7 +186,7 @@ uint64_t NextSequence(AllocationTable& table) {
 }
 }  // namespace
 
-__attribute__((noinline)) void Record(void* p, size_t size) {
+__attribute__((noinline)) void Record(void* p, size_t size, const ::stackwalk::internal::CallSite& site) {
   if (WorldStoppedHere() || p == nullptr || t_inside_checker || t_forking) return;
   State& s = ConfiguredState();
   const uint64_t generation = SamplerGeneration();  // before the options it licenses
@@ -207,8 +207,12 @@ __attribute__((noinline)) void Record(void* p, size_t size) {
   t_inside_checker = true;
   RevokeUnsampled();
   void* pcs[StackTable::kMaxFrames];
-  int n = stackwalk::Capture(pcs, s.recording.max_frames.load(std::memory_order_relaxed),
-                             static_cast<stackwalk::Method>(s.recording.method.load(std::memory_order_relaxed)));
+  const int max_frames = s.recording.max_frames.load(std::memory_order_relaxed);
+  const int method = s.recording.method.load(std::memory_order_relaxed);
+  // From the program's call of the hook: none of the checker's own frames is stepped.
+  int n = STACKWALK_HAS_CALL_SITE_CAPTURE
+              ? ::stackwalk::internal::CaptureFromCallSite(site, pcs, max_frames, method)
+              : stackwalk::Capture(pcs, max_frames, static_cast<stackwalk::Method>(method));
   bool new_stack = false;
   uint32_t id = s.stacks.Intern(pcs, n > 0 ? n : 0, &new_stack);
   // A new stack may run through a library loaded since the record's module list was written.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "api/call_site_capture.h"
 #include "leakcheck/recorded_filter.h"
 #include "leakcheck/sampler.h"
 #include "leakcheck/state.h"
@@ -43,8 +44,10 @@ class ReentryGuard {
 // The state, with options read from STACKWALK_LEAKCHECK on first use unless already set.
 State& ConfiguredState();
 
-// Records `p` (null is ignored) as `size` bytes allocated by the caller's stack.
-void Record(void* p, size_t size);
+// Records `p` (null is ignored) as `size` bytes allocated by the stack of `site`: the program's
+// call of the hook, STACKWALK_CALL_SITE() in the function that serves it (where that is not
+// available, the stack from Record's own frame; a report drops the checker's frames either way).
+void Record(void* p, size_t size, const ::stackwalk::internal::CallSite& site);
 // Forgets `p`; blocks never recorded pass unnoticed.
 void Unrecord(void* p);
 // The whole hook of a free of a block never recorded, inlined into the exported functions: true

@@ -38,12 +38,12 @@ void __libc_free(void*);
 
 void* malloc(size_t size) {
   void* p = __libc_malloc(size);
-  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size);
+  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size, STACKWALK_CALL_SITE());
   return p;
 }
 void* calloc(size_t n, size_t size) {
   void* p = __libc_calloc(n, size);
-  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, n * size);
+  if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, n * size, STACKWALK_CALL_SITE());
   return p;
 }
 void free(void* p) {
@@ -56,7 +56,7 @@ void* realloc(void* old, size_t size) {
                        stackwalk::leakcheck::TakeRecord(old, &before);
   void* p = __libc_realloc(old, size);
   if (p != nullptr) {
-    if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size);
+    if (g_hooked.load(std::memory_order_relaxed)) stackwalk::leakcheck::Record(p, size, STACKWALK_CALL_SITE());
   } else if (tracked && size != 0) {
     stackwalk::leakcheck::RestoreRecord(before);
   }

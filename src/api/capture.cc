@@ -2,6 +2,7 @@
 // from there, dropping its own frame, so that pcs[0] is inside its caller.
 #include <ucontext.h>
 
+#include "api/call_site_capture.h"
 #include "core/arena.h"
 #include "core/module_map.h"
 #include "walk/native_walk.h"
@@ -60,6 +61,22 @@ int CaptureFromContext(const void* ucontext, void** pcs, int max, Method method)
   return WalkFromContext(ucontext, pcs, max, static_cast<int>(method));
 }
 
+namespace internal {
+
+int CaptureFromCallSite(const CallSite& site, void** pcs, int max, int method) {
+  if (STACKWALK_HAS_CALL_SITE_CAPTURE == 0) return STACKWALK_ERROR_METHOD_UNAVAILABLE;
+  int err = ValidateArguments(pcs, max, method);
+  if (err != 0 || max == 0) return err;
+  NativeRegs regs;
+  regs.set_pc(site.return_address);
+  regs.set_sp(site.cfa);
+  regs.set_fp(site.fp);
+  StackMemory memory;
+  if (!InitStackFor(regs, &memory)) return STACKWALK_ERROR_NO_STACK;
+  return WalkToArray(method, regs, memory, pcs, max, 0, /*pc_is_exact=*/false);
+}
+
+}  // namespace internal
 }  // namespace stackwalk
 
 extern "C" {

@@ -215,9 +215,10 @@ void StepLoop(int method, NativeRegs& regs, StackMemory& memory, const StepEnv& 
 namespace stackwalk::internal {
 
 int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, int max,
-                int skip) {
+                int skip, bool pc_is_exact) {
   StepEnv env;
   WalkState state;
+  state.pc_is_exact = pc_is_exact;
   Emitter out{pcs, max, skip};
   out.Emit(regs.pc());
   if (method == STACKWALK_FP) {

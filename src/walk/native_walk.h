@@ -113,9 +113,10 @@ StepResult NativeStep(int method, NativeRegs& regs, StackMemory& memory, const S
                       WalkState* state);
 
 // Writes regs.pc() and then the PC of each caller into pcs[0..max), dropping the first `skip`.
-// Returns how many it wrote. Signal safety: async-signal-safe.
+// `pc_is_exact`: regs.pc() is where the frame stands (a capture's own, an interrupted one), not a
+// return address. Returns how many it wrote. Signal safety: async-signal-safe.
 int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, int max,
-                int skip);
+                int skip, bool pc_is_exact = true);
 
 // Sets up the stack regions for a walk of the calling thread from `regs`.
 // Signal safety: async-signal-safe.
