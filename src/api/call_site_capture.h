@@ -4,7 +4,8 @@
 // of its own frames is stepped through: on a CFI walk each costs a rule lookup and a step, and
 // the hook's frames are at a new depth whenever the program's allocation site is, so the frame
 // log rarely serves them. x86_64 and aarch64 (a frame record at the frame pointer: psABI §3.6.2,
-// AAPCS64 §6.2.3); elsewhere the hook captures from its own frame (stackwalk::Capture).
+// AAPCS64 §6.2.3; aarch64 with GCC only, below); elsewhere the hook captures from its own frame
+// (stackwalk::Capture).
 #ifndef STACKWALK_SRC_API_CALL_SITE_CAPTURE_H_
 #define STACKWALK_SRC_API_CALL_SITE_CAPTURE_H_
 
@@ -19,7 +20,9 @@ struct CallSite {
   uintptr_t fp;              // the caller's frame pointer, as the callee saved it
 };
 
-#if defined(__x86_64__) || defined(__aarch64__)
+// Not with clang on aarch64: its __builtin_dwarf_cfa() there is x29, the frame record's address,
+// not the caller's sp at the call (clang 14; GCC's is the CFA on both, clang's on x86_64 too).
+#if defined(__x86_64__) || (defined(__aarch64__) && !defined(__clang__))
 #define STACKWALK_HAS_CALL_SITE_CAPTURE 1
 // The call site of the function this expands in, which must keep a frame record (built with
 // -fno-omit-frame-pointer, as the library is): a macro, since the builtins describe the function

@@ -96,7 +96,7 @@ class FrameLog {
     // increasing sp, so a walk's successive calls cost O(1) each. `exact`: pc is the walk's first
     // frame's own (a capture's, or an interrupted one), whose rule is looked up at pc and not at
     // pc - 1, so it matches only a logged frame that was exact too: the same capture site at the
-    // same depth, which the next allocation's walk then replays from its first frame on. Code
+    // same depth, which the next capture then replays from its first frame on. Code
     // without frame pointers uses fp as a general register, so its value only has to agree where
     // some later logged step reads it before restoring it (kFpMatters).
     int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
