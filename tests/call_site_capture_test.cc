@@ -43,10 +43,15 @@ class CallSiteCapture : public ::testing::TestWithParam<stackwalk_method> {};
 TEST_P(CallSiteCapture, GivesTheCallersStackFromItsCallOn) {
   if (!STACKWALK_HAS_CALL_SITE_CAPTURE) GTEST_SKIP() << "no capture from a call site here";
   for (int round = 0; round < 6; ++round) {
+    // A frame-pointer walk through a caller without one follows whatever rbp/x29 holds at each
+    // point, which such a caller may change between its capture and its call: not comparable.
+    if (GetParam() == STACKWALK_FP && round >= 3) break;
     CallSiteTraces t;
     t.method = GetParam();
     (round < 3 ? call_site_caller : call_site_caller_without_fp)(&t);
-    ASSERT_GE(t.n_here, 2) << round;  // gtest itself has no frame pointers: 2 or 3 with FP
+    // FP: gtest has no frame pointers (2 or 3 frames here; fewer where a sanitizer's build adds
+    // frames without records).
+    ASSERT_GE(t.n_here, GetParam() == STACKWALK_FP ? 1 : 3) << round;
     // The caller's call of the callee first, then the caller's callers as the caller saw them.
     ASSERT_EQ(t.n_site, t.n_here) << round;
     EXPECT_EQ(t.from_site[0], t.return_address) << round;
@@ -54,7 +59,7 @@ TEST_P(CallSiteCapture, GivesTheCallersStackFromItsCallOn) {
     for (int i = 1; i < t.n_here; ++i) EXPECT_EQ(t.from_site[i], t.here[i]) << round << " " << i;
     // The caller's own capture has just logged the frames outside it (their rules cached since
     // the first round): the walk from the call site takes them from the log.
-    if (round % 3 != 0) EXPECT_GT(t.replayed, 0u) << round;
+    if (round % 3 != 0 && t.n_here > 2) EXPECT_GT(t.replayed, 0u) << round;
   }
 }
 
