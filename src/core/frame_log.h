@@ -84,14 +84,16 @@ class FrameLog {
   class Walker {
    public:
     Walker() = default;
+    // A log made for another generation or method matches nothing: its cursor starts at the end.
     explicit Walker(FrameLog& log)
         : log_frames_(log.log_),
           scratch_(log.scratch_),
-          cursor_(log.cursor_),
+          cursor_(log.first_ != kCapacity && log.generation_ != 0 &&
+                          log.walk_generation_ == log.generation_
+                      ? log.cursor_
+                      : kCapacity),
           scratch_n_(log.scratch_n_),
-          scratch_ok_(log.scratch_ok_),
-          usable_(log.first_ != kCapacity && log.generation_ != 0 &&
-                  log.walk_generation_ == log.generation_) {}
+          scratch_ok_(log.scratch_ok_) {}
     // The index of a logged frame equal to (pc, sp, fp), or -1. Frames are visited in order of
     // increasing sp, so a walk's successive calls cost O(1) each. `exact`: pc is the walk's first
     // frame's own (a capture's, or an interrupted one), whose rule is looked up at pc and not at
@@ -100,7 +102,6 @@ class FrameLog {
     // without frame pointers uses fp as a general register, so its value only has to agree where
     // some later logged step reads it before restoring it (kFpMatters).
     int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
-      if (!usable_) return -1;
       while (cursor_ < kCapacity && log_frames_[cursor_].sp < sp) ++cursor_;
       if (cursor_ == kCapacity) return -1;
       const Frame& f = log_frames_[cursor_];
@@ -113,9 +114,13 @@ class FrameLog {
     }
     // Walks deeper than kCapacity keep their outermost kCapacity frames (a ring).
     void Record(const Frame& f) {
-      if (!scratch_ok_) return;
-      scratch_[static_cast<unsigned>(scratch_n_) % kCapacity] = f;  // a mask: kCapacity is 2^k
-      ++scratch_n_;
+      if (Frame* to = Next()) *to = f;
+    }
+    // The slot the next recorded frame goes in, for the caller to fill; null when this walk
+    // records nothing.
+    Frame* Next() {
+      if (!scratch_ok_) return nullptr;
+      return &scratch_[static_cast<unsigned>(scratch_n_++) % kCapacity];  // a mask: 2^k
     }
     void Break() { scratch_ok_ = false; }  // as FrameLog::Break
     // Writes the cursor, the recording and the matches back into the log.
@@ -132,7 +137,6 @@ class FrameLog {
     int cursor_ = kCapacity;
     int scratch_n_ = 0;
     bool scratch_ok_ = false;
-    bool usable_ = false;
     uint64_t matches_ = 0;
   };
 
@@ -189,6 +193,19 @@ class FrameLog {
     region_lo_ = walk_region_lo_;
     region_hi_ = walk_region_hi_;
   }
+  // The code range the last walk's last stepped return address fell in, for the next walk of
+  // the same module map generation to check return addresses against first: [lo, lo + span),
+  // span 0 if none (as FpChainLog's).
+  void set_code(uint64_t lo, uint64_t span, uint64_t generation) {
+    code_lo_ = lo;
+    code_span_ = span;
+    code_tag_ = generation + 1;
+  }
+  uint64_t code_lo() const { return code_lo_; }
+  uint64_t code_span_for(uint64_t generation) const {
+    return code_tag_ == generation + 1 ? code_span_ : 0;
+  }
+
   // Frames emitted from the log rather than stepped, over the thread's life (tests, tuning).
   uint64_t replayed_frames() const { return replayed_frames_; }
   // Walks that reached a logged frame, over the thread's life.
@@ -199,6 +216,7 @@ class FrameLog {
   void Invalidate() {
     first_ = kCapacity;
     cursor_ = kCapacity;
+    code_tag_ = 0;
   }
   // The logged walk is log_[first(), kCapacity), innermost first (tests).
   int first() const { return first_; }
@@ -250,6 +268,7 @@ class FrameLog {
   uint64_t matches_ = 0;
   uint64_t region_lo_ = 0, region_hi_ = 0;
   uint64_t walk_region_lo_ = 0, walk_region_hi_ = 0;
+  uint64_t code_lo_ = 0, code_span_ = 0, code_tag_ = 0;
 };
 
 }  // namespace stackwalk::internal
