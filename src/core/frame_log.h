@@ -102,8 +102,7 @@ class FrameLog {
     // without frame pointers uses fp as a general register, so its value only has to agree where
     // some later logged step reads it before restoring it (kFpMatters).
     int Match(uint64_t pc, uint64_t sp, uint64_t fp, bool has_fp, bool exact) {
-      while (cursor_ < kCapacity && log_frames_[cursor_].sp < sp) ++cursor_;
-      if (cursor_ == kCapacity) return -1;
+      while (log_frames_[cursor_].sp < sp) ++cursor_;  // stops at the sentinel, if not before
       const Frame& f = log_frames_[cursor_];
       if (f.sp != sp || f.pc != pc || ((f.flags & kExact) != 0) != exact) return -1;
       if ((f.flags & kFpMatters) != 0 && (!has_fp || (f.flags & kHasFp) == 0 || f.fp != fp)) {
@@ -213,10 +212,13 @@ class FrameLog {
   void AddReplayed(int n) { replayed_frames_ += static_cast<uint64_t>(n); }
 
   // A replayed slot no longer held its value: the log describes a stack that is gone.
+  // Also what makes a log usable at all: a RuleCache is zeroed memory, cleared before first use.
   void Invalidate() {
     first_ = kCapacity;
     cursor_ = kCapacity;
     code_tag_ = 0;
+    // sp above every frame's: a walk's frames lie in a stack region, below its end.
+    log_[kCapacity] = Frame{0, UINT64_MAX, 0, 0, 0, 0, 0, 0, 0};
   }
   // The logged walk is log_[first(), kCapacity), innermost first (tests).
   int first() const { return first_; }
@@ -224,7 +226,7 @@ class FrameLog {
   // Sets kFpMatters on log[from, to) from the flags of the frames after them, and has the
   // replay check a frame's fp slot only where the fp it restores matters later: code without
   // frame pointers saves whatever rbp/x29 held, which changes from call to call.
-  static void MarkFpMatters(Frame (&log)[kCapacity], int from, int to) {
+  static void MarkFpMatters(Frame (&log)[kCapacity + 1], int from, int to) {
     bool matters = to < kCapacity && (log[to].flags & kFpMatters) != 0;
     for (int i = to - 1; i >= from; --i) {
       Frame& f = log[i];
@@ -255,7 +257,8 @@ class FrameLog {
     if ((log_[k].flags & kFpMatters) != matters_before) first_ = k;
   }
 
-  Frame log_[kCapacity];
+  // The logged frames, then a sentinel (Invalidate) that ends Walker::Match's scan.
+  Frame log_[kCapacity + 1];
   Frame scratch_[kCapacity];
   int first_ = kCapacity;  // log_[first_, kCapacity) holds the logged walk, innermost first
   int cursor_ = kCapacity;
