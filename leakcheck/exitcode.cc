@@ -1,6 +1,8 @@
 #include "leakcheck/exitcode.h"
 
-#include "leakcheck/report_render_text.h"
+#include <string>
+
+#include "leakcheck/untracked_figures.h"
 
 namespace stackwalk::leakcheck {
 

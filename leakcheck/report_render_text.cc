@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "leakcheck/untracked_figures.h"
+
 namespace stackwalk::leakcheck {
 namespace {
 
@@ -157,10 +159,6 @@ std::string SuppressionsUsed(const std::vector<SuppressionEntry>& used) {
 }
 
 }  // namespace
-
-std::string UntrackedFigures(const UntrackedCounts& u) {
-  return FormatCount(u.allocations()) + " (" + FormatBytes(u.bytes) + ")";
-}
 
 std::string RenderText(const LeakReport& report, const FrameFormatter& format_frames) {
   std::string text = Header(report);

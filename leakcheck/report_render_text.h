@@ -16,10 +16,6 @@ using FrameFormatter = std::function<std::string(const std::vector<SymbolizedFra
 
 std::string RenderText(const LeakReport& report, const FrameFormatter& format_frames);
 
-// "3 allocations (12 bytes)": what the checker could not record (untracked.h), in the report's
-// words (its header, its WARNING line, the --exitcode note).
-std::string UntrackedFigures(const UntrackedCounts& u);
-
 }  // namespace stackwalk::leakcheck
 
 #endif  // STACKWALK_LEAKCHECK_REPORT_RENDER_TEXT_H_

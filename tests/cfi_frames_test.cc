@@ -1,6 +1,7 @@
 // The CFI unwinder on hand-written frames (fixtures/cfi_frames_<arch>.S): a CFA computed from a
-// callee-saved register, which the compact-rule cache cannot express, and wrong CFI that must
-// end the walk cleanly with the frames before it.
+// callee-saved register, which the compact-rule cache cannot express, a call that is its
+// function's last instruction (its return address the next function's first byte), and wrong CFI
+// that must end the walk cleanly with the frames before it.
 #include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +22,9 @@
 #include "frame_names.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"
+#if defined(CFI_FRAMES_TEST_SYMBOLIZER)
+#include "stackwalk/symbolizer.h"
+#endif
 
 using stackwalk::testing::ContainsInOrder;
 using stackwalk::testing::FrameNames;
@@ -31,6 +36,8 @@ void cfi_cfa_from_rbx(cfi_callback fn, void* arg);
 void cfi_huge_frame(cfi_callback fn, void* arg);
 void cfi_bad_expression(cfi_callback fn, void* arg);
 void cfi_return_address_in_register(cfi_callback fn, void* arg);
+[[noreturn]] void cfi_call_last(cfi_callback fn, void* arg);
+void cfi_after_call_last();
 }
 
 namespace {
@@ -96,6 +103,59 @@ TEST(CfiFrames, CfaFromACalleeSavedRegisterMatchesLibgcc) {
     EXPECT_EQ(t.cold[i], t.libgcc[i]) << i;
     EXPECT_EQ(t.warm[i], t.libgcc[i]) << i;
   }
+}
+
+// A call to a function that never returns may be its caller's last instruction: the return
+// address is then the next function's first byte, and only a lookup at ra - 1 (inside the call)
+// finds the caller's rule and name. Each method, and EHFRAME again through its rule cache (keyed
+// by the same lookup address).
+namespace {
+struct LastCallTraces {
+  void* ehframe[kMax];
+  int n_ehframe = 0;
+  void* cached[kMax];
+  int n_cached = 0;
+  void* automatic[kMax];
+  int n_automatic = 0;
+};
+std::jmp_buf g_after_last_call;
+}  // namespace
+
+extern "C" [[noreturn]] __attribute__((noinline)) void cfi_capture_and_leave(void* arg) {
+  auto* t = static_cast<LastCallTraces*>(arg);
+  t->n_ehframe = stackwalk_backtrace(t->ehframe, kMax, STACKWALK_EHFRAME);
+  t->n_cached = stackwalk_backtrace(t->cached, kMax, STACKWALK_EHFRAME);
+  t->n_automatic = stackwalk_backtrace(t->automatic, kMax, STACKWALK_AUTO);
+  std::longjmp(g_after_last_call, 1);
+}
+
+TEST(CfiFrames, ACallThatEndsItsFunctionUnwindsByItsCallersRule) {
+  LastCallTraces t;
+  if (setjmp(g_after_last_call) == 0) cfi_call_last(cfi_capture_and_leave, &t);
+  for (auto [pcs, n] : {std::pair<void**, int>{t.ehframe, t.n_ehframe},
+                        {t.cached, t.n_cached},
+                        {t.automatic, t.n_automatic}}) {
+    auto names = FrameNames(pcs, n, false);
+    ASSERT_GE(n, 3) << Join(names);
+    EXPECT_EQ(names[0], "cfi_capture_and_leave") << Join(names);
+    ASSERT_EQ(pcs[1], reinterpret_cast<void*>(&cfi_after_call_last))
+        << "the fixture's call is not its function's last instruction";
+    EXPECT_EQ(names[1], "cfi_call_last") << Join(names);
+    EXPECT_NE(names[2].find("TestBody"), std::string::npos) << Join(names);
+  }
+#if defined(CFI_FRAMES_TEST_SYMBOLIZER)
+  // The symbolizer names a return address by its call too (dladdr above was given ra - 1).
+  stackwalk::Symbolizer symbolizer;
+  bool named = false;
+  const auto frames = symbolizer.SymbolizeTrace(t.ehframe, t.n_ehframe);
+  for (const stackwalk::SymbolizedFrame& frame : frames) {
+    if (frame.index != 1) continue;
+    EXPECT_EQ(frame.function, "cfi_call_last");
+    EXPECT_EQ(frame.pc, reinterpret_cast<uint64_t>(&cfi_after_call_last));
+    named = true;
+  }
+  EXPECT_TRUE(named);
+#endif
 }
 
 class WrongCfi : public ::testing::TestWithParam<int> {};

@@ -130,7 +130,9 @@ class LoaderStacks {
 // On x86_64 a glibc thread stack ends with its struct pthread, whose header starts at the thread
 // pointer with tcb == self == its own address (tcbhead_t); a mapping with one near its top that is
 // no live thread's thread pointer, and holding no live thread's stack pointer, is a cached stack,
-// excluded below that header.
+// excluded below that header. Only with glibc's guard right below it: a stack the program gave a
+// thread (pthread_attr_setstack) ends with the same header, but glibc neither guards nor caches
+// it, and once its thread exited it is the program's memory again (as in exited_stacks.cc).
 // Elsewhere (the TCB lies at the thread pointer's other side) nothing is excluded.
 constexpr size_t kMaxDeadStacks = 64;
 constexpr size_t kMaxPrivateMappings = 64;  // libstackwalk's arena chunks (1 MiB each)
@@ -149,12 +151,17 @@ size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
   }
   const uintptr_t caller_tp = CurrentThreadPointer();
   size_t count = 0;
-  for (size_t i = 0; i < maps.size() && count < capacity; ++i) {
+  for (size_t i = 1; i < maps.size() && count < capacity; ++i) {  // maps[0] has no guard below
     const MapsEntry& entry = maps[i];
     if (entry.kind != MapsEntry::Kind::kAnonymous || !entry.readable || !entry.writable ||
         entry.range.hi - entry.range.lo < 2 * kTcbSearch || entry.range.Contains(caller_sp)) {
       continue;
     }
+    const MapsEntry& below = maps[i - 1];  // /proc/self/maps is in address order
+    const bool guarded = below.range.hi == entry.range.lo &&
+                         below.kind == MapsEntry::Kind::kAnonymous && !below.readable &&
+                         !below.writable && !below.executable;
+    if (!guarded) continue;
     const uintptr_t lo = static_cast<uintptr_t>(entry.range.hi) - kTcbSearch;
     if (!reader.Read(lo, buffer, kTcbSearch)) continue;
     uintptr_t tcb = 0;
