@@ -233,6 +233,74 @@ TEST_P(FrameLog, AFirstFrameWhoseOwnSlotChangedStaysExact) {
   for (int i = 4; i < n; ++i) EXPECT_EQ(matched[i], 2u) << i;
 }
 
+extern "C" {
+// Data, not code: what a smashed return address points at.
+char g_log_not_code[64];
+static bool g_log_smash = false;
+static bool g_log_smash_layout_ok = false;
+// While log_leaf captures, this frame's own return-address slot holds g_log_not_code (when
+// g_log_smash), restored before it returns. The slot is the frame record's second word (x86_64,
+// AArch64, built with frame pointers); g_log_smash_layout_ok says whether it held the return
+// address.
+__attribute__((noinline)) void log_smash_frame(Trace* t) {
+  void** record = static_cast<void**>(__builtin_frame_address(0));
+  void* const saved = record[1];
+  g_log_smash_layout_ok = saved == __builtin_return_address(0);
+  // A value stored either way, not a branch: one call of log_leaf, whose return address the
+  // warm captures logged and whose caller's rule they cached.
+  void* smashed = g_log_smash && g_log_smash_layout_ok ? g_log_not_code : saved;
+  __asm__ volatile("" : "+r"(smashed));
+  record[1] = smashed;
+  __asm__ volatile("" ::: "memory");
+  log_leaf(t);
+  __asm__ volatile("" ::: "memory");
+  record[1] = saved;
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void log_smash_off(Trace* t) {
+  g_log_smash = false;
+  log_smash_frame(t);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void log_smash_on(Trace* t) {
+  g_log_smash = true;
+  log_smash_frame(t);
+  g_log_smash = false;
+  __asm__ volatile("" ::: "memory");
+}
+}
+
+TEST_P(FrameLog, AReturnAddressOutsideCodeEndsTheWalkThroughTheLog) {
+  // Warm captures cache the rules, log the frames and keep the code range the walk checks return
+  // addresses against; then the same frames with one return-address slot pointing at data. The
+  // cached loop reaches that slot by the log's divergence and must refuse it (as the full step
+  // does), ending the walk at the frame that holds it, as the uncached walk does.
+  void (*const seq[])(Trace*) = {log_smash_off, log_smash_off, log_smash_off, log_smash_on};
+  Trace cached[4], reference[4];
+  uint64_t replayed = 0;
+  uint64_t matched[4] = {};
+  RunBoth(seq, 4, cached, reference, &replayed, matched);
+  if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
+  EXPECT_GT(matched[3], 0u) << "the smashed capture never reached a logged frame";
+  ASSERT_GT(cached[2].n, 4) << "the warm captures went on past log_smash_frame";
+  // log_leaf, then log_smash_frame (through the call the warm captures logged), whose caller is
+  // refused.
+  ASSERT_EQ(cached[3].n, 2);
+  EXPECT_EQ(cached[3].pcs[1], cached[2].pcs[1]);
+  ASSERT_EQ(reference[3].n, 2);
+  EXPECT_EQ(reference[3].pcs[1], cached[3].pcs[1]);
+  for (int k = 0; k < cached[3].n; ++k) {
+    const char* pc = static_cast<const char*>(cached[3].pcs[k]);
+    EXPECT_FALSE(pc >= g_log_not_code && pc <= g_log_not_code + sizeof(g_log_not_code)) << k;
+  }
+  // And the walk recovers: the next capture through the restored slot goes on past it (from
+  // here, not RunBoth: the frames from Invoke's caller on differ).
+  Trace after;
+  Invoke(log_smash_off, &after);
+  ASSERT_GE(after.n, 4);
+  for (int k = 1; k < 4; ++k) EXPECT_EQ(after.pcs[k], cached[2].pcs[k]) << k;
+}
+
 // Skip and truncation through a replay (shared by both methods; the CFI walk reaches deep
 // enough here for the skipped frames to lie in the logged part).
 TEST(FrameLogCfi, SkipAndMaxWithALoggedStack) {
