@@ -236,36 +236,31 @@ TEST_P(FrameLog, AFirstFrameWhoseOwnSlotChangedStaysExact) {
 extern "C" {
 // Data, not code: what a smashed return address points at.
 char g_log_not_code[64];
-static bool g_log_smash = false;
+static int g_log_smash_calls = 0;
 static bool g_log_smash_layout_ok = false;
-// While log_leaf captures, this frame's own return-address slot holds g_log_not_code (when
-// g_log_smash), restored before it returns. The slot is the frame record's second word (x86_64,
-// AArch64, built with frame pointers); g_log_smash_layout_ok says whether it held the return
-// address.
+// Every fourth call (the fourth, the eighth, ...), while log_leaf captures, this frame's own
+// return-address slot holds g_log_not_code, restored before it returns: one function for every
+// capture, so that the smashed capture's frames lie where the warm ones' did. The slot is the
+// frame record's second word (x86_64, AArch64, built with frame pointers);
+// g_log_smash_layout_ok says whether it held the return address.
 __attribute__((noinline)) void log_smash_frame(Trace* t) {
   void** record = static_cast<void**>(__builtin_frame_address(0));
   void* const saved = record[1];
   g_log_smash_layout_ok = saved == __builtin_return_address(0);
   // A value stored either way, not a branch: one call of log_leaf, whose return address the
   // warm captures logged and whose caller's rule they cached.
-  void* smashed = g_log_smash && g_log_smash_layout_ok ? g_log_not_code : saved;
-  __asm__ volatile("" : "+r"(smashed));
-  record[1] = smashed;
+  const bool smash = g_log_smash_calls++ % 4 == 3 && g_log_smash_layout_ok;
+  void* value = smash ? static_cast<void*>(g_log_not_code) : saved;
+  __asm__ volatile("" : "+r"(value));
+  record[1] = value;
   __asm__ volatile("" ::: "memory");
   log_leaf(t);
   __asm__ volatile("" ::: "memory");
   record[1] = saved;
   __asm__ volatile("" ::: "memory");
 }
-__attribute__((noinline)) void log_smash_off(Trace* t) {
-  g_log_smash = false;
+__attribute__((noinline)) void log_smash_caller(Trace* t) {
   log_smash_frame(t);
-  __asm__ volatile("" ::: "memory");
-}
-__attribute__((noinline)) void log_smash_on(Trace* t) {
-  g_log_smash = true;
-  log_smash_frame(t);
-  g_log_smash = false;
   __asm__ volatile("" ::: "memory");
 }
 }
@@ -275,7 +270,9 @@ TEST_P(FrameLog, AReturnAddressOutsideCodeEndsTheWalkThroughTheLog) {
   // addresses against; then the same frames with one return-address slot pointing at data. The
   // cached loop reaches that slot by the log's divergence and must refuse it (as the full step
   // does), ending the walk at the frame that holds it, as the uncached walk does.
-  void (*const seq[])(Trace*) = {log_smash_off, log_smash_off, log_smash_off, log_smash_on};
+  void (*const seq[])(Trace*) = {log_smash_caller, log_smash_caller, log_smash_caller,
+                                 log_smash_caller};
+  g_log_smash_calls = 0;  // the fourth capture of each pass is the smashed one
   Trace cached[4], reference[4];
   uint64_t replayed = 0;
   uint64_t matched[4] = {};
@@ -296,7 +293,8 @@ TEST_P(FrameLog, AReturnAddressOutsideCodeEndsTheWalkThroughTheLog) {
   // And the walk recovers: the next capture through the restored slot goes on past it (from
   // here, not RunBoth: the frames from Invoke's caller on differ).
   Trace after;
-  Invoke(log_smash_off, &after);
+  g_log_smash_calls = 0;
+  Invoke(log_smash_caller, &after);
   ASSERT_GE(after.n, 4);
   for (int k = 1; k < 4; ++k) EXPECT_EQ(after.pcs[k], cached[2].pcs[k]) << k;
 }
