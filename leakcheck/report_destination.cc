@@ -47,7 +47,8 @@ namespace {
 
 // With SIGPIPE blocked: a pipe whose reader is gone (the launcher killed) gives EPIPE, not the
 // program's death; a SIGPIPE the write raised is taken back, one pending before is left.
-void WriteAll(int fd, const std::string& bytes) {
+// Returns false if a write failed (the rest of a dump written in pieces is then dropped).
+bool WriteAll(int fd, const char* data, size_t size) {
   sigset_t pipe_signal, before, pending;
   sigemptyset(&pipe_signal);
   sigaddset(&pipe_signal, SIGPIPE);
@@ -55,8 +56,9 @@ void WriteAll(int fd, const std::string& bytes) {
   sigpending(&pending);
   const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
   bool broken = false;
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t wrote = write(fd, bytes.data() + done, bytes.size() - done);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t wrote = write(fd, data + done, size - done);
     if (wrote < 0 && errno == EINTR) continue;
     broken = wrote < 0 && errno == EPIPE;
     if (wrote <= 0) break;
@@ -67,7 +69,9 @@ void WriteAll(int fd, const std::string& bytes) {
     sigtimedwait(&pipe_signal, nullptr, &now);
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return done == size;
 }
+bool WriteAll(int fd, const std::string& bytes) { return WriteAll(fd, bytes.data(), bytes.size()); }
 
 int OpenReportFile(const std::string& path, bool first) {
   return open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND), 0644);
@@ -76,6 +80,13 @@ int OpenReportFile(const std::string& path, bool first) {
 }  // namespace
 
 void DeliverDump(const char* path_pattern, bool first, const std::string& bytes) {
+  DeliverDump(path_pattern, first, [&bytes](const DumpWriter& write) {
+    write(bytes.data(), bytes.size());
+  });
+}
+
+void DeliverDump(const char* path_pattern, bool first,
+                 const std::function<void(const DumpWriter&)>& encode) {
   const std::string path = ExpandProcessId(path_pattern);
   if (path.empty()) return;
   const int fd = OpenReportFile(path, first);
@@ -88,7 +99,10 @@ void DeliverDump(const char* path_pattern, bool first, const std::string& bytes)
   // process's could come between. Released by the close (or the process's end).
   while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
   }
-  WriteAll(fd, bytes);
+  bool ok = true;  // after a failed write the rest is dropped: a dump cut short says so itself
+  encode([fd, &ok](const char* data, size_t size) {
+    if (ok) ok = WriteAll(fd, data, size);
+  });
   close(fd);
 }
 

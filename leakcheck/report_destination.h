@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <functional>
 #include <string>
 
 namespace stackwalk::leakcheck {
@@ -41,6 +43,13 @@ std::string ExpandProcessId(const char* path);
 // report (`first`) starts and later ones append to; nothing if `path` is empty. A file that cannot
 // be written is named on StderrForReports(). Not signal-safe: allocates.
 void DeliverDump(const char* path, bool first, const std::string& bytes);
+
+// Takes a dump's bytes piece by piece (DeliverDump's writer).
+using DumpWriter = std::function<void(const char*, size_t)>;
+// DeliverDump with the bytes made as they are written: `encode` hands each piece to the writer
+// it is given (dump::EncodeDump's streaming form), so that the dump is never whole in memory.
+void DeliverDump(const char* path, bool first,
+                 const std::function<void(const DumpWriter&)>& encode);
 
 }  // namespace stackwalk::leakcheck
 

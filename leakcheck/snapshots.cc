@@ -111,7 +111,8 @@ int WriteSnapshot(State& state) {
   // No scan and no blocks: the stack statistics carry each stack's live bytes and blocks.
   dump::DumpContents contents = dump::CollectDump(state, header, nullptr, 0, {}, {});
   contents.process.snapshot = true;
-  DeliverDump(state.options.dump, DumpsWritten() == 0, dump::EncodeDump(contents));
+  DeliverDump(state.options.dump, DumpsWritten() == 0,
+              [&contents](const DumpWriter& write) { dump::EncodeDump(contents, write); });
   ++g_snapshots_written;
   return number;
 }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/rule_cache.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"
@@ -297,6 +299,19 @@ TEST_P(FrameLog, AReturnAddressOutsideCodeEndsTheWalkThroughTheLog) {
   Invoke(log_smash_caller, &after);
   ASSERT_GE(after.n, 4);
   for (int k = 1; k < 4; ++k) EXPECT_EQ(after.pcs[k], cached[2].pcs[k]) << k;
+}
+
+// A walker without a log, and one of a log that holds no walk yet, match nothing and never
+// read past their frames (the search for a frame to replay from stops at the log's sentinel).
+TEST(FrameLogCfi, AnEmptyLogMatchesNothing) {
+  stackwalk::internal::FrameLog::Walker none;
+  EXPECT_EQ(none.Match(0x1000, 0x7000, 0, false, false), -1);
+  EXPECT_EQ(none.Match(0, UINT64_MAX - 1, 0, false, true), -1);
+  auto log = std::make_unique<stackwalk::internal::FrameLog>();
+  log->BeginWalk(stackwalk::internal::FrameLog::Tag(1, STACKWALK_EHFRAME));
+  stackwalk::internal::FrameLog::Walker empty(*log);
+  EXPECT_EQ(empty.Match(0x1000, 0x7000, 0, false, false), -1);
+  EXPECT_EQ(empty.Match(0x1000, UINT64_MAX - 1, 0, false, false), -1);
 }
 
 // Skip and truncation through a replay (shared by both methods; the CFI walk reaches deep

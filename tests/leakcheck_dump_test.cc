@@ -224,6 +224,39 @@ TEST(LeakDump, AppendedDumpsAreEachRead) {
   EXPECT_EQ(d.dumps[1].process.number, 2u);
 }
 
+TEST(LeakDump, AStreamedDumpIsTheSameBytesInBoundedPieces) {
+  // Big enough for many pieces: 20,000 stacks of 12 frames (~3 MB), the sample's blocks after.
+  DumpContents c = Sample();
+  const auto sample_stacks = c.stacks;
+  c.stacks.clear();
+  for (uint32_t id = 0; id < 20000; ++id) {
+    DumpStack s;
+    s.id = 100 + id;
+    s.earliest = id;
+    for (uint32_t f = 0; f < 12; ++f) s.frames.push_back({id % 2, 0x1000 + 16ull * (id + f)});
+    c.stacks.push_back(std::move(s));
+  }
+  c.stacks.insert(c.stacks.end(), sample_stacks.begin(), sample_stacks.end());
+  for (const DumpContents& contents : {Sample(), c}) {
+    const std::string whole = EncodeDump(contents);
+    std::string streamed;
+    size_t pieces = 0, largest = 0;
+    const uint64_t handed = EncodeDump(contents, [&](const char* data, size_t n) {
+      streamed.append(data, n);
+      ++pieces;
+      largest = n > largest ? n : largest;
+    });
+    EXPECT_EQ(handed, whole.size());
+    EXPECT_EQ(streamed, whole);  // the lengths declared ahead (measured by a first pass) included
+    EXPECT_LE(largest, 64u * 1024);
+    if (whole.size() > 64 * 1024) EXPECT_GE(pieces, whole.size() / (64 * 1024));
+    const DecodedDumps d = Decode(streamed);
+    ASSERT_EQ(d.error, "");
+    ASSERT_EQ(d.dumps.size(), 1u);
+    EXPECT_EQ(d.dumps[0].stacks.size(), contents.stacks.size());
+  }
+}
+
 TEST(LeakDump, EveryTruncationIsAnErrorThatNamesTheByte) {
   const std::string bytes = EncodeDump(Sample());
   for (size_t n = 0; n < bytes.size(); ++n) {

@@ -1,65 +1,126 @@
 #include "leakcheck/dump/dump_encode.h"
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "leakcheck/dump/dump_bytes.h"
 
 namespace stackwalk::leakcheck::dump {
 namespace {
 
-// Writes a section: its header, then what `payload` writes, then its length patched in.
-template <class Fn>
-void Section(ByteSink& out, SectionId id, Fn&& payload) {
+// Counts what would be written: the first of the encoder's two passes.
+class CountingSink {
+ public:
+  void U8(uint8_t) { size_ += 1; }
+  void U16(uint16_t) { size_ += 2; }
+  void U32(uint32_t) { size_ += 4; }
+  void U64(uint64_t) { size_ += 8; }
+  void I32(int32_t) { size_ += 4; }
+  void Bytes(const void*, size_t n) { size_ += n; }
+  void String(const std::string& s) { size_ += 4 + s.size(); }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+// Bytes in a bounded buffer, handed to `flush` as it fills: a dump written without ever being
+// whole in memory (clang's exit dump is ~20 MB).
+class ChunkSink {
+ public:
+  explicit ChunkSink(const std::function<void(const char*, size_t)>& flush) : flush_(flush) {
+    buffer_.reserve(kChunk);
+  }
+  void U8(uint8_t v) { Put(&v, 1); }
+  void U16(uint16_t v) { Unsigned(v, 2); }
+  void U32(uint32_t v) { Unsigned(v, 4); }
+  void U64(uint64_t v) { Unsigned(v, 8); }
+  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
+  void Bytes(const void* data, size_t n) { Put(data, n); }
+  void String(const std::string& s) {
+    U32(static_cast<uint32_t>(s.size()));
+    Put(s.data(), s.size());
+  }
+  size_t size() const { return flushed_ + buffer_.size(); }
+  void Flush() {
+    if (!buffer_.empty()) flush_(buffer_.data(), buffer_.size());
+    flushed_ += buffer_.size();
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kChunk = 64 * 1024;
+  void Unsigned(uint64_t v, int n) {
+    unsigned char bytes[8];
+    for (int i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(v >> (8 * i));
+    Put(bytes, static_cast<size_t>(n));
+  }
+  void Put(const void* data, size_t n) {
+    const char* from = static_cast<const char*>(data);
+    while (n > 0) {
+      if (buffer_.size() == kChunk) Flush();
+      const size_t take = n < kChunk - buffer_.size() ? n : kChunk - buffer_.size();
+      buffer_.append(from, take);
+      from += take;
+      n -= take;
+    }
+  }
+  const std::function<void(const char*, size_t)>& flush_;
+  std::string buffer_;
+  size_t flushed_ = 0;
+};
+
+// The lengths a dump's header and sections declare ahead of their bytes, measured by a first
+// pass over the same contents (CountingSink), so that the second writes straight through: a
+// pipe cannot be gone back into to patch a length.
+struct Lengths {
+  uint64_t total = 0;
+  std::vector<uint64_t> sections;
+  size_t next = 0;  // the section the writing pass is at
+};
+
+// Writes a section: its header, then what `payload` writes. The counting pass measures its
+// length; the writing pass declares the measured one.
+template <class Sink, class Fn>
+void Section(Sink& out, Lengths& lengths, bool counting, SectionId id, Fn&& payload) {
   out.U32(id);
   out.U32(0);  // flags
-  const size_t length_at = out.size();
-  out.U64(0);
+  out.U64(counting ? 0 : lengths.sections[lengths.next++]);
   const size_t start = out.size();
   payload();
-  out.PatchU64(length_at, out.size() - start);
+  if (counting) lengths.sections.push_back(out.size() - start);
 }
 
 // A counted list: its count (u32, or u64 where the format says so), then each item as `item`
 // writes it.
-template <class T, class Fn>
-void List(ByteSink& out, const std::vector<T>& items, Fn&& item) {
+template <class Sink, class T, class Fn>
+void List(Sink& out, const std::vector<T>& items, Fn&& item) {
   out.U32(static_cast<uint32_t>(items.size()));
   for (const T& t : items) item(t);
 }
-template <class T, class Fn>
-void List64(ByteSink& out, const std::vector<T>& items, Fn&& item) {
+template <class Sink, class T, class Fn>
+void List64(Sink& out, const std::vector<T>& items, Fn&& item) {
   out.U64(items.size());
   for (const T& t : items) item(t);
 }
 
-void Range(ByteSink& out, const AddressRange64& r) {
+template <class Sink>
+void Range(Sink& out, const AddressRange64& r) {
   out.U64(r.lo);
   out.U64(r.hi);
 }
 
-// The dump's size from its long lists (the fixed sizes below), and room for the rest: reserved
-// at once, the bytes of clang's exit dump (20 MB) are not copied as the string doubles, which held
-// the old and the new copy at once.
-size_t ExpectedBytes(const DumpContents& c) {
-  size_t n = 64 * 1024;
-  for (const DumpStack& s : c.stacks) n += 16 + 12 * s.frames.size();
-  n += 37 * c.blocks.size() + 8 * c.edges.size() + 68 * c.stack_stats.size() +
-       64 * (c.threads.size() + c.thread_totals.size());
-  for (const DumpTimelinePoint& p : c.timeline) n += 18 + 12 * p.threads.size();
-  return n;
-}
-
-}  // namespace
-
-std::string EncodeDump(const DumpContents& c) {
-  ByteSink out;
-  out.Reserve(ExpectedBytes(c));
+// The whole dump into `out`, in one of the two passes.
+template <class Sink>
+void Encode(const DumpContents& c, Sink& out, Lengths& lengths, bool counting) {
   out.Bytes(kMagic, sizeof(kMagic));
   out.U16(kMajorVersion);
   out.U16(kMinorVersion);
   out.U32(kHeaderBytes);
-  const size_t total_at = out.size();
-  out.U64(0);
+  out.U64(counting ? 0 : lengths.total);
 
-  Section(out, kProcess, [&] {
+  Section(out, lengths, counting, kProcess, [&] {
     const DumpProcess& p = c.process;
     out.I32(p.pid);
     out.U32(p.number);
@@ -71,7 +132,7 @@ std::string EncodeDump(const DumpContents& c) {
     out.String(p.occasion);
     out.U8(p.snapshot ? 1 : 0);  // 1.3
   });
-  Section(out, kSummary, [&] {
+  Section(out, lengths, counting, kSummary, [&] {
     const DumpSummary& s = c.summary;
     out.U64(s.peak_bytes);
     out.U64(s.live_allocations);
@@ -91,7 +152,7 @@ std::string EncodeDump(const DumpContents& c) {
     out.U64(s.untracked.no_memory);
     out.U64(s.untracked.bytes);
   });
-  Section(out, kRendering, [&] {
+  Section(out, lengths, counting, kRendering, [&] {
     const DumpRendering& r = c.rendering;
     out.U8(r.json ? 1 : 0);
     out.U8(r.show_reachable ? 1 : 0);
@@ -99,7 +160,7 @@ std::string EncodeDump(const DumpContents& c) {
     out.String(r.ignore_libraries);
     out.String(r.suppressions);
   });
-  Section(out, kModules, [&] {
+  Section(out, lengths, counting, kModules, [&] {
     List(out, c.modules, [&](const DumpModule& m) {
       out.String(m.path);
       const size_t id_bytes = m.build_id.size() < 0xFF ? m.build_id.size() : 0xFF;
@@ -113,7 +174,7 @@ std::string EncodeDump(const DumpContents& c) {
       for (size_t i = 0; i < ranges; ++i) Range(out, m.exec[i]);
     });
   });
-  Section(out, kStacks, [&] {
+  Section(out, lengths, counting, kStacks, [&] {
     List(out, c.stacks, [&](const DumpStack& s) {
       out.U32(s.id);
       out.U64(s.earliest);
@@ -123,7 +184,7 @@ std::string EncodeDump(const DumpContents& c) {
       });
     });
   });
-  Section(out, kBlocks, [&] {
+  Section(out, lengths, counting, kBlocks, [&] {
     List64(out, c.blocks, [&](const DumpBlock& b) {
       out.U64(b.address);
       out.U64(b.size);
@@ -134,14 +195,14 @@ std::string EncodeDump(const DumpContents& c) {
     });
   });
   if (c.has_edges) {
-    Section(out, kLeakEdges, [&] {
+    Section(out, lengths, counting, kLeakEdges, [&] {
       List64(out, c.edges, [&](const DumpEdge& e) {
         out.U32(e.from);
         out.U32(e.to);
       });
     });
   }
-  Section(out, kThreads, [&] {
+  Section(out, lengths, counting, kThreads, [&] {
     List(out, c.threads, [&](const DumpThread& t) {
       out.U32(t.serial);
       out.I32(t.tid);
@@ -149,9 +210,9 @@ std::string EncodeDump(const DumpContents& c) {
       out.String(t.name);
     });
   });
-  if (c.sample_bytes != 0) Section(out, kSampling, [&] { out.U64(c.sample_bytes); });
+  if (c.sample_bytes != 0) Section(out, lengths, counting, kSampling, [&] { out.U64(c.sample_bytes); });
   if (c.has_stack_stats) {
-    Section(out, kStackStats, [&] {
+    Section(out, lengths, counting, kStackStats, [&] {
       List(out, c.stack_stats, [&](const DumpStackStats& s) {
         out.U32(s.stack_id);
         for (uint64_t v : {s.allocations, s.allocated_bytes, s.live_bytes, s.live_blocks,
@@ -162,7 +223,7 @@ std::string EncodeDump(const DumpContents& c) {
     });
   }
   if (c.has_thread_totals) {
-    Section(out, kThreadTotals, [&] {
+    Section(out, lengths, counting, kThreadTotals, [&] {
       List(out, c.thread_totals, [&](const DumpThreadTotal& t) {
         out.U32(t.serial);
         out.I32(t.tid);
@@ -174,7 +235,7 @@ std::string EncodeDump(const DumpContents& c) {
     });
   }
   if (c.has_timeline) {
-    Section(out, kTimeline, [&] {
+    Section(out, lengths, counting, kTimeline, [&] {
       out.U64(c.timeline_interval_ns);
       List(out, c.timeline, [&](const DumpTimelinePoint& p) {
         out.U64(p.time_ns);
@@ -189,9 +250,30 @@ std::string EncodeDump(const DumpContents& c) {
       });
     });
   }
-  Section(out, kEnd, [] {});
-  out.PatchU64(total_at, out.size());
+  Section(out, lengths, counting, kEnd, [] {});
+  if (counting) lengths.total = out.size();
+}
+
+}  // namespace
+
+std::string EncodeDump(const DumpContents& c) {
+  Lengths lengths;
+  CountingSink count;
+  Encode(c, count, lengths, /*counting=*/true);
+  ByteSink out;
+  out.Reserve(lengths.total);  // the old and a doubled copy are never held at once
+  Encode(c, out, lengths, /*counting=*/false);
   return std::move(out.bytes());
+}
+
+uint64_t EncodeDump(const DumpContents& c, const std::function<void(const char*, size_t)>& write) {
+  Lengths lengths;
+  CountingSink count;
+  Encode(c, count, lengths, /*counting=*/true);
+  ChunkSink out(write);
+  Encode(c, out, lengths, /*counting=*/false);
+  out.Flush();
+  return out.size();
 }
 
 }  // namespace stackwalk::leakcheck::dump

@@ -3,6 +3,9 @@
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_ENCODE_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_ENCODE_H_
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "leakcheck/dump/dump_contents.h"
@@ -10,6 +13,12 @@
 namespace stackwalk::leakcheck::dump {
 
 std::string EncodeDump(const DumpContents& contents);
+
+// The same bytes, handed to `write` in pieces of at most 64 KiB as they are made, so that the
+// dump is never whole in memory (lengths are measured by a first pass over `contents`). Returns
+// how many bytes it handed over.
+uint64_t EncodeDump(const DumpContents& contents,
+                    const std::function<void(const char*, size_t)>& write);
 
 }  // namespace stackwalk::leakcheck::dump
 

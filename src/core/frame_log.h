@@ -52,6 +52,10 @@ class FrameLog {
   // method (an AUTO walk may take frame-pointer steps an EHFRAME walk must not replay).
   static uint64_t Tag(uint64_t generation, int method) { return generation * 8 + 1 + method; }
 
+  // The arena's tables are zeroed memory that Clear() readies, never constructed; one made
+  // otherwise is ready as well (its sentinel written).
+  FrameLog() { Invalidate(); }
+
   // ---- recording the walk in progress ----
   void BeginWalk(uint64_t generation) {
     walk_generation_ = generation;
@@ -83,7 +87,7 @@ class FrameLog {
   // recording nothing) when default-constructed, for a walk without a log.
   class Walker {
    public:
-    Walker() = default;
+    Walker() = default;  // matches nothing: its frames are the end alone
     // A log made for another generation or method matches nothing: its cursor starts at the end.
     explicit Walker(FrameLog& log)
         : log_frames_(log.log_),
@@ -131,9 +135,10 @@ class FrameLog {
     }
 
    private:
-    const Frame* log_frames_ = nullptr;
+    static constexpr Frame kEnd{0, UINT64_MAX, 0, 0, 0, 0, 0, 0, 0};  // as the log's sentinel
+    const Frame* log_frames_ = &kEnd;
     Frame* scratch_ = nullptr;
-    int cursor_ = kCapacity;
+    int cursor_ = 0;
     int scratch_n_ = 0;
     bool scratch_ok_ = false;
     uint64_t matches_ = 0;
