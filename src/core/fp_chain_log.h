@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "core/last_code_span.h"
+
 namespace stackwalk::internal {
 
 class FpChainLog {
@@ -52,20 +54,13 @@ class FpChainLog {
     tag_ = generation + 1;
     top_ = top;
   }
-  void Invalidate() { tag_ = code_tag_ = 0; }
+  void Invalidate() {
+    tag_ = 0;
+    code_.Forget();
+  }
 
-  // The code range the last walk's last return address fell in, for the next walk of the same
-  // module map generation to check return addresses against first: [lo, lo + span), span 0 if
-  // none.
-  void set_code(uint64_t lo, uint64_t span, uint64_t generation) {
-    code_lo_ = lo;
-    code_span_ = span;
-    code_tag_ = generation + 1;
-  }
-  uint64_t code_lo() const { return code_lo_; }
-  uint64_t code_span_for(uint64_t generation) const {
-    return code_tag_ == generation + 1 ? code_span_ : 0;
-  }
+  // The code range the last walk's last return address fell in (last_code_span.h).
+  LastCodeSpan& code() { return code_; }
 
   // Records taken from the log rather than stepped, over the thread's life (tests, tuning).
   uint64_t replayed() const { return replayed_; }
@@ -77,7 +72,7 @@ class FpChainLog {
   int size_ = 0;
   uint64_t tag_ = 0;  // the generation plus one; 0: no log
   uint64_t top_ = 0;
-  uint64_t code_lo_ = 0, code_span_ = 0, code_tag_ = 0;
+  LastCodeSpan code_;
   uint64_t replayed_ = 0;
 };
 

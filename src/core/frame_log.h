@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/last_code_span.h"
+
 namespace stackwalk::internal {
 
 class FrameLog {
@@ -197,18 +199,8 @@ class FrameLog {
     region_lo_ = walk_region_lo_;
     region_hi_ = walk_region_hi_;
   }
-  // The code range the last walk's last stepped return address fell in, for the next walk of
-  // the same module map generation to check return addresses against first: [lo, lo + span),
-  // span 0 if none (as FpChainLog's).
-  void set_code(uint64_t lo, uint64_t span, uint64_t generation) {
-    code_lo_ = lo;
-    code_span_ = span;
-    code_tag_ = generation + 1;
-  }
-  uint64_t code_lo() const { return code_lo_; }
-  uint64_t code_span_for(uint64_t generation) const {
-    return code_tag_ == generation + 1 ? code_span_ : 0;
-  }
+  // The code range the last walk's last return address fell in (last_code_span.h).
+  LastCodeSpan& code() { return code_; }
 
   // Frames emitted from the log rather than stepped, over the thread's life (tests, tuning).
   uint64_t replayed_frames() const { return replayed_frames_; }
@@ -221,7 +213,7 @@ class FrameLog {
   void Invalidate() {
     first_ = kCapacity;
     cursor_ = kCapacity;
-    code_tag_ = 0;
+    code_.Forget();
     // sp above every frame's: a walk's frames lie in a stack region, below its end.
     log_[kCapacity] = Frame{0, UINT64_MAX, 0, 0, 0, 0, 0, 0, 0};
   }
@@ -276,7 +268,7 @@ class FrameLog {
   uint64_t matches_ = 0;
   uint64_t region_lo_ = 0, region_hi_ = 0;
   uint64_t walk_region_lo_ = 0, walk_region_hi_ = 0;
-  uint64_t code_lo_ = 0, code_span_ = 0, code_tag_ = 0;
+  LastCodeSpan code_;
 };
 
 }  // namespace stackwalk::internal
