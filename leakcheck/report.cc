@@ -99,8 +99,9 @@ void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Clas
 }
 
 std::string EncodeDumpOf(State& state, const LeakReport& report, const Classified& c) {
-  return dump::EncodeDump(
-      dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks));
+  dump::CollectedDump d =
+      dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks);
+  return dump::EncodeDump(d.contents, *d.stacks);
 }
 
 // A report the program does not name (program_report=0): its dump alone. Its totals are the
@@ -111,11 +112,12 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
   Classified c;
   ClassifyForReport(state, nullptr, &header, &c);
   // Written as it is encoded: the dump's bytes are never whole in memory at once (clang's exit
-  // dump is ~20 MB, beside its ~20 MB of contents).
-  const dump::DumpContents contents =
+  // dump is ~20 MB), nor its stacks' frames (read from the stack table as they are written).
+  dump::CollectedDump d =
       dump::CollectDump(state, header, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks);
-  DeliverDump(state.options.dump, first,
-              [&contents](const DumpWriter& write) { dump::EncodeDump(contents, write); });
+  DeliverDump(state.options.dump, first, [&d](const DumpWriter& write) {
+    dump::EncodeDump(d.contents, *d.stacks, write);
+  });
   EstimateSum leaks;  // estimates when sampled
   for (size_t i = 0; i < c.n; ++i) {
     const Verdict v = i < c.check.verdicts.size() ? c.check.verdicts[i] : Verdict::kLive;

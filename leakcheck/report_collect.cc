@@ -79,10 +79,15 @@ const OwnSegments& Own() {
 
 // The frames a report shows: from the program's call of the allocator outwards, without the
 // hooks' own frames (the capture starts inside this library).
-std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
+int FirstProgramFrame(void* const* pcs, int n) {
   const OwnSegments& own = Own();
   int first = 0;
   while (first < n && own.Contains(reinterpret_cast<uintptr_t>(pcs[first]))) ++first;
+  return first;
+}
+
+std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
+  const int first = FirstProgramFrame(pcs, n);
   std::vector<uintptr_t> out;
   for (int i = first; i < n; ++i) out.push_back(reinterpret_cast<uintptr_t>(pcs[i]));
   return out;

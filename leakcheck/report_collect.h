@@ -46,6 +46,8 @@ std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const 
 
 // A stack's program frames: `pcs[0, n)` without the checker's own hook frames at its start.
 std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n);
+// The index of the first of them in `pcs` (n: none).
+int FirstProgramFrame(void* const* pcs, int n);
 
 // A report's header: occasion, number, process id and program (several checked processes may
 // report to one stderr), and the summary's figures of the tables (peak, own memory, counts).

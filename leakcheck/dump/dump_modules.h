@@ -27,10 +27,13 @@ class ModuleIndexer {
   // `closed` may be null (nothing was unloaded).
   explicit ModuleIndexer(const ClosedModules* closed);
 
-  // The frame of return address `pc` of a stack whose earliest live block is `earliest`.
+  // The frame of return address `pc` of a stack whose earliest live block is `earliest`. After
+  // TakeModules, a PC in an object not listed then is a frame of no known object (the PC itself):
+  // one unloaded or loaded since (TableStacks resolves every frame twice, dump_table_stacks.h).
   DumpFrame Resolve(uintptr_t pc, uint64_t earliest);
 
-  std::vector<DumpModule>& modules() { return modules_; }
+  // The modules listed so far, in index order; no more are listed after.
+  std::vector<DumpModule> TakeModules();
 
  private:
   uint32_t IndexOf(DumpModule module);
@@ -50,6 +53,7 @@ class ModuleIndexer {
   };
 
   const ClosedModules* closed_;
+  bool taken_ = false;  // TakeModules was called: the list is final
   std::vector<DumpModule> modules_;
   std::map<std::pair<std::string, uint64_t>, uint32_t> index_;  // (path, bias) -> index
   std::vector<Loaded> loaded_;
