@@ -93,15 +93,22 @@ std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n) {
   return out;
 }
 
-std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks) {
-  std::vector<NamedStack> out(stacks.size() + 1);
+std::vector<uint64_t> EarliestBlocks(const Allocation* blocks, size_t n, const StackTable& stacks) {
+  std::vector<uint64_t> out(stacks.size() + 1, UINT64_MAX);
   for (size_t i = 0; i < n; ++i) {
     const Allocation& a = blocks[i];
-    if (a.stack_id >= out.size()) out.resize(a.stack_id + 1);
-    out[a.stack_id].earliest = std::min(out[a.stack_id].earliest, a.sequence);
+    if (a.stack_id >= out.size()) out.resize(a.stack_id + 1, UINT64_MAX);
+    out[a.stack_id] = std::min(out[a.stack_id], a.sequence);
   }
+  return out;
+}
+
+std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks) {
+  const std::vector<uint64_t> earliest = EarliestBlocks(blocks, n, stacks);
+  std::vector<NamedStack> out(earliest.size());
   for (uint32_t id = 0; id < out.size(); ++id) {
-    if (out[id].earliest == UINT64_MAX) continue;
+    out[id].earliest = earliest[id];
+    if (earliest[id] == UINT64_MAX) continue;
     void* const* pcs = nullptr;
     const int count = stacks.Frames(id, &pcs);
     out[id].pcs = ProgramFrames(pcs, count);

@@ -44,6 +44,10 @@ class LiveSnapshot {
 // hooks, whose frames are left out) and the sequence number of its earliest live block.
 std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks);
 
+// Only the sequence numbers, by stack id (UINT64_MAX: no live block): what a dump needs of the
+// stacks, whose frames it reads from the table itself.
+std::vector<uint64_t> EarliestBlocks(const Allocation* blocks, size_t n, const StackTable& stacks);
+
 // A stack's program frames: `pcs[0, n)` without the checker's own hook frames at its start.
 std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n);
 // The index of the first of them in `pcs` (n: none).

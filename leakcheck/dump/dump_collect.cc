@@ -63,7 +63,7 @@ bool CollectEdges(const Allocation* blocks, size_t n, const std::vector<Verdict>
 // What every stack did over the run, and the frames of those no longer live (the allocations and
 // temporary views need them). Their modules are resolved as of now: a stack none of whose blocks
 // is live has no earliest block to date its frames by.
-void CollectStackStats(State& state, const std::vector<NamedStack>& live, TableStacks* stacks,
+void CollectStackStats(State& state, const std::vector<uint64_t>& earliest, TableStacks* stacks,
                        DumpContents* out) {
   out->has_stack_stats = true;
   const uint64_t final_epoch = state.peak_epoch.load(std::memory_order_relaxed);
@@ -83,7 +83,7 @@ void CollectStackStats(State& state, const std::vector<NamedStack>& live, TableS
     stats->AtPeak(final_epoch, &s.peak_bytes, &s.peak_blocks);
     if (s.allocations == 0 && s.live_blocks == 0) continue;
     out->stack_stats.push_back(s);
-    if (id < live.size() && live[id].earliest != UINT64_MAX) continue;  // listed already
+    if (id < earliest.size() && earliest[id] != UINT64_MAX) continue;  // listed already
     stacks->Add(id, UINT64_MAX, now);
   }
 }
@@ -124,7 +124,7 @@ void CollectTimeline(State& state, DumpContents* out) {
 
 CollectedDump CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
                           size_t n, const std::vector<Verdict>& verdicts,
-                          const std::vector<NamedStack>& stacks) {
+                          const std::vector<uint64_t>& earliest) {
   CollectedDump collected;
   DumpContents& out = collected.contents;
   CollectHeader(report, report.summary.scanned, &out);
@@ -139,11 +139,10 @@ CollectedDump CollectDump(State& state, const LeakReport& report, const Allocati
   collected.stacks = std::make_unique<TableStacks>(
       state.stacks, state.closed.load(std::memory_order_acquire));
   TableStacks& listed = *collected.stacks;
-  for (uint32_t id = 0; id < stacks.size(); ++id) {
-    const uint64_t earliest = stacks[id].earliest;
-    if (earliest != UINT64_MAX) listed.Add(id, earliest, earliest);
+  for (uint32_t id = 0; id < earliest.size(); ++id) {
+    if (earliest[id] != UINT64_MAX) listed.Add(id, earliest[id], earliest[id]);
   }
-  CollectStackStats(state, stacks, &listed, &out);
+  CollectStackStats(state, earliest, &listed, &out);
   out.modules = listed.TakeModules();
 
   std::vector<uint32_t> serials;

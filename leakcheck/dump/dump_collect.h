@@ -9,6 +9,7 @@
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_COLLECT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -28,11 +29,11 @@ struct CollectedDump {
 };
 
 // `report` has the collect stage's header and summary (and the check's stop figures); blocks[0,
-// n) are sorted by address, verdicts[i] blocks[i]'s (before any suppression); `stacks` by id,
-// of which only `earliest` is read (the frames are the stack table's).
+// n) are sorted by address, verdicts[i] blocks[i]'s (before any suppression); `earliest[id]`
+// the sequence number of stack id's earliest of them (EarliestBlocks, report_collect.h).
 CollectedDump CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
-                         size_t n, const std::vector<Verdict>& verdicts,
-                         const std::vector<NamedStack>& stacks);
+                          size_t n, const std::vector<Verdict>& verdicts,
+                          const std::vector<uint64_t>& earliest);
 
 }  // namespace stackwalk::leakcheck::dump
 
