@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -115,7 +116,8 @@ TEST(LeakDumpStacks, FromTheTableTheyAreTheBytesOfTheirFrameVectors) {
   const std::vector<Added> added = {
       {a, 5, 5}, {c, 7, 7}, {b, UINT64_MAX, 100}, {c + 1000, 9, 9}};  // the last: unknown id
 
-  TableStacks stacks(*table, nullptr);
+  const std::atomic<ClosedModules*> no_dlclose{nullptr};
+  TableStacks stacks(*table, no_dlclose);
   for (const Added& s : added) stacks.Add(s.id, s.earliest, s.dated_by);
   DumpContents from_table;
   from_table.modules = stacks.TakeModules();

@@ -136,8 +136,7 @@ CollectedDump CollectDump(State& state, const LeakReport& report, const Allocati
   out.rendering.ignore_libraries = options.ignore_libraries;
   out.rendering.suppressions = options.suppressions;
 
-  collected.stacks = std::make_unique<TableStacks>(
-      state.stacks, state.closed.load(std::memory_order_acquire));
+  collected.stacks = std::make_unique<TableStacks>(state.stacks, state.closed);
   TableStacks& listed = *collected.stacks;
   for (uint32_t id = 0; id < earliest.size(); ++id) {
     if (earliest[id] != UINT64_MAX) listed.Add(id, earliest[id], earliest[id]);

@@ -27,7 +27,7 @@ DumpModule FromLoaded(const internal::Module& m) {
 
 }  // namespace
 
-ModuleIndexer::ModuleIndexer(const ClosedModules* closed) : closed_(closed) {
+ModuleIndexer::ModuleIndexer(const std::atomic<ClosedModules*>* closed) : closed_(closed) {
   internal::ModuleMap::Global().RefreshIfChanged();
 }
 
@@ -73,8 +73,11 @@ DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
   const auto frame = [pc](uint32_t module, uint64_t bias) {
     return DumpFrame{module, module != kUnknownModule ? pc - bias : pc};
   };
+  // Read again each time: the process's first dlclose may come between a dump's two passes.
+  const ClosedModules* closed =
+      closed_ != nullptr ? closed_->load(std::memory_order_acquire) : nullptr;
   LoadedObject object;
-  if (closed_ != nullptr && closed_->Find(pc, earliest, &object)) {
+  if (closed != nullptr && closed->Find(pc, earliest, &object)) {
     DumpModule m;
     m.path = object.path;
     m.load_bias = object.bias;
@@ -90,7 +93,9 @@ DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
   map.FindRefreshing(lookup, [&](const internal::Module& m) {
     if (m.is_vdso) return false;  // no file to name it from
     found = frame(IndexOfLoaded(m), m.load_bias);
-    loaded = true;
+    // One loaded at its address since the list was taken is not listed: the one unloaded
+    // there last may be.
+    loaded = found.module != kUnknownModule;
     return true;
   });
   internal::UnloadedModule unloaded;

@@ -4,8 +4,8 @@
 
 namespace stackwalk::leakcheck::dump {
 
-TableStacks::TableStacks(const StackTable& table, const ClosedModules* closed)
-    : table_(table), modules_(closed) {}
+TableStacks::TableStacks(const StackTable& table, const std::atomic<ClosedModules*>& closed)
+    : table_(table), modules_(&closed) {}
 
 void TableStacks::Add(uint32_t id, uint64_t earliest, uint64_t dated_by) {
   void* const* pcs = nullptr;

@@ -4,12 +4,14 @@
 // bytes), not 16 bytes a frame and an allocation (clang's exit dump: 45,126 stacks, 1.3 million
 // frames, ~21 MB). Each stack's frames are resolved to (module, offset) twice, the same way
 // (ModuleIndexer): when it is added, so that the modules section, written before the stacks, lists
-// every module they are in; and when it is written. A frame whose object is not listed by then (a
-// dlopen or dlclose in between) is written as a PC in no known object rather than as a module
-// the dump lacks. Not signal-safe: allocates, reads the module map.
+// every module they are in; and when it is written. A frame whose object was replaced in between
+// (a dlclose, then a dlopen at its address) is written with the object it was in, listed then;
+// one in no listed object as a PC in no known object, never with a module the dump lacks. Not
+// signal-safe: allocates, reads the module map.
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_TABLE_STACKS_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_TABLE_STACKS_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -24,8 +26,9 @@ namespace stackwalk::leakcheck::dump {
 
 class TableStacks final : public DumpStackSource {
  public:
-  // `table` outlives this (the process's); `closed` may be null (nothing was unloaded).
-  TableStacks(const StackTable& table, const ClosedModules* closed);
+  // `table` and `closed` (State::closed: null until the process's first dlclose, which may come
+  // while the dump is written) outlive this.
+  TableStacks(const StackTable& table, const std::atomic<ClosedModules*>& closed);
 
   // Lists stack `id`'s program frames (without the checker's own, report_collect.h): `earliest`
   // its earliest live block's sequence number (UINT64_MAX: none live), their objects those the
