@@ -130,6 +130,14 @@ void* ReplaceRecorded(void* handle, PluginCopies& copies, const std::string& pat
   return copy;
 }
 
+// The index of the module at `path` in `modules` (kUnknownModule: none).
+uint32_t IndexOfPath(const std::vector<DumpModule>& modules, const std::string& path) {
+  for (uint32_t i = 0; i < modules.size(); ++i) {
+    if (modules[i].path == path) return i;
+  }
+  return kUnknownModule;
+}
+
 // The plugin loaded, the return address of its leak site in the stack table.
 class LeakDumpStacksDlclose : public ::testing::Test {
  protected:
@@ -206,6 +214,42 @@ TEST_F(LeakDumpStacksDlclose, TheProcesssFirstDlcloseWhileTheStacksAreWrittenIsS
   ASSERT_NE(copy, nullptr) << "the second copy was never mapped where the plugin was";
 
   ExpectWrittenInThePlugin(stacks, 0, modules[0]);
+  dlclose(copy);
+}
+
+TEST_F(LeakDumpStacksDlclose, AStacksFramesAreThoseOfTheObjectsItHadAtItsDate) {
+  // The plugin closed at sequence number 50, a copy loaded at its address since. A live stack
+  // whose earliest block is older (5) was made in the plugin; a dead one dated by "now" (100) is
+  // in the copy; a dead one dated before the close (40: the close came after the dump read
+  // "now") in the plugin. A stack's `earliest` (UINT64_MAX for a dead one) dates nothing.
+  const std::string other = copies_.Copy("later_plugin.so");
+  ASSERT_NE(other, "");
+  ClosedModules closes;
+  const std::atomic<ClosedModules*> closed{&closes};
+  void* copy = ReplaceRecorded(plugin_, copies_, other, range_, 50, &closes);
+  ASSERT_NE(copy, nullptr) << "the copy was never mapped where the plugin was";
+
+  TableStacks stacks(*table_, closed);
+  stacks.Add(StackOf(1), 5, 5);
+  stacks.Add(StackOf(2), UINT64_MAX, 100);
+  stacks.Add(StackOf(3), UINT64_MAX, 40);
+  const std::vector<DumpModule> modules = stacks.TakeModules();
+  const uint32_t closed_index = IndexOfPath(modules, LEAKY_PLUGIN);
+  const uint32_t copy_index = IndexOfPath(modules, other);
+  ASSERT_NE(closed_index, kUnknownModule);
+  ASSERT_NE(copy_index, kUnknownModule);
+  EXPECT_EQ(modules[closed_index].closed_at, 50u);
+
+  std::vector<DumpFrame> scratch;
+  const auto modules_of = [&](size_t i) {
+    std::vector<uint32_t> out;
+    const DumpFrame* f = stacks.Frames(i, &scratch);
+    for (uint32_t k = 0; k < stacks.HeadOf(i).frames; ++k) out.push_back(f[k].module);
+    return out;
+  };
+  EXPECT_EQ(modules_of(0), std::vector<uint32_t>(1, closed_index));
+  EXPECT_EQ(modules_of(1), std::vector<uint32_t>(2, copy_index));
+  EXPECT_EQ(modules_of(2), std::vector<uint32_t>(3, closed_index));
   dlclose(copy);
 }
 
