@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/program_frames.h"
 #include "leakcheck/report_model.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/state.h"
@@ -47,11 +48,6 @@ std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const 
 // Only the sequence numbers, by stack id (UINT64_MAX: no live block): what a dump needs of the
 // stacks, whose frames it reads from the table itself.
 std::vector<uint64_t> EarliestBlocks(const Allocation* blocks, size_t n, const StackTable& stacks);
-
-// A stack's program frames: `pcs[0, n)` without the checker's own hook frames at its start.
-std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n);
-// The index of the first of them in `pcs` (n: none).
-int FirstProgramFrame(void* const* pcs, int n);
 
 // A report's header: occasion, number, process id and program (several checked processes may
 // report to one stderr), and the summary's figures of the tables (peak, own memory, counts).

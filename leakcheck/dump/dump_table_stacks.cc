@@ -1,6 +1,6 @@
 #include "leakcheck/dump/dump_table_stacks.h"
 
-#include "leakcheck/report_collect.h"
+#include "leakcheck/program_frames.h"
 
 namespace stackwalk::leakcheck::dump {
 
