@@ -85,7 +85,7 @@ void FillStop(const CheckOutcome& check, ReportSummary* summary) {
 struct Classified {
   CheckOutcome check;
   size_t n = 0;  // blocks selected, at the front of check.blocks
-  std::vector<uint64_t> earliest;  // by stack id (the dump's; the report's are its NamedStacks)
+  std::vector<uint64_t> earliest;  // by stack id (EarliestBlocks): the dump's and the report's
 };
 
 void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Classified* out) {
@@ -149,7 +149,7 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
     std::vector<Verdict>& verdicts = c.check.verdicts;
     // The raw record, before anything is named or suppressed (the world has resumed).
     if (dump != nullptr) *dump = EncodeDumpOf(state, report, c);
-    std::vector<NamedStack> stacks = CollectStacks(blocks, n, state.stacks);
+    std::vector<NamedStack> stacks = CollectStacks(c.earliest, state.stacks);
     // Every stack is named before the tallies: at exit some are not the program's.
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
     ApplySuppressions(options, blocks, n, stacks, &verdicts, &report);

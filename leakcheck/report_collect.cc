@@ -41,8 +41,8 @@ std::vector<uint64_t> EarliestBlocks(const Allocation* blocks, size_t n, const S
   return out;
 }
 
-std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks) {
-  const std::vector<uint64_t> earliest = EarliestBlocks(blocks, n, stacks);
+std::vector<NamedStack> CollectStacks(const std::vector<uint64_t>& earliest,
+                                      const StackTable& stacks) {
   std::vector<NamedStack> out(earliest.size());
   for (uint32_t id = 0; id < out.size(); ++id) {
     out[id].earliest = earliest[id];
