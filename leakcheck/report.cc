@@ -81,11 +81,11 @@ void FillStop(const CheckOutcome& check, ReportSummary* summary) {
 }
 
 // The stages up to the raw record (report_model.h): the check's blocks and verdicts, the blocks
-// selected, each stack's program frames; the header's stop figures.
+// selected, each stack's earliest selected block; the header's stop figures.
 struct Classified {
   CheckOutcome check;
   size_t n = 0;  // blocks selected, at the front of check.blocks
-  std::vector<NamedStack> stacks;
+  std::vector<uint64_t> earliest;  // by stack id (EarliestBlocks): the dump's and the report's
 };
 
 void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Classified* out) {
@@ -93,14 +93,15 @@ void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Clas
   ClassifyBlocks(state, &check);
   // Ignored blocks out, and for a check those an earlier check returned (checks.h).
   out->n = SelectBlocks(check.blocks.data(), check.blocks.size(), &check.verdicts, scope);
-  out->stacks = CollectStacks(check.blocks.data(), out->n, state.stacks);
+  out->earliest = EarliestBlocks(check.blocks.data(), out->n, state.stacks);
   report->summary.scanned = check.complete;
   FillStop(check, &report->summary);
 }
 
 std::string EncodeDumpOf(State& state, const LeakReport& report, const Classified& c) {
-  return dump::EncodeDump(
-      dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks));
+  dump::CollectedDump d =
+      dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.earliest);
+  return dump::EncodeDump(d.contents, *d.stacks);
 }
 
 // A report the program does not name (program_report=0): its dump alone. Its totals are the
@@ -111,11 +112,12 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
   Classified c;
   ClassifyForReport(state, nullptr, &header, &c);
   // Written as it is encoded: the dump's bytes are never whole in memory at once (clang's exit
-  // dump is ~20 MB, beside its ~20 MB of contents).
-  const dump::DumpContents contents =
-      dump::CollectDump(state, header, c.check.blocks.data(), c.n, c.check.verdicts, c.stacks);
-  DeliverDump(state.options.dump, first,
-              [&contents](const DumpWriter& write) { dump::EncodeDump(contents, write); });
+  // dump is ~20 MB), nor its stacks' frames (read from the stack table as they are written).
+  dump::CollectedDump d =
+      dump::CollectDump(state, header, c.check.blocks.data(), c.n, c.check.verdicts, c.earliest);
+  DeliverDump(state.options.dump, first, [&d](const DumpWriter& write) {
+    dump::EncodeDump(d.contents, *d.stacks, write);
+  });
   EstimateSum leaks;  // estimates when sampled
   for (size_t i = 0; i < c.n; ++i) {
     const Verdict v = i < c.check.verdicts.size() ? c.check.verdicts[i] : Verdict::kLive;
@@ -145,9 +147,9 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
     const size_t n = c.n;
     const Allocation* blocks = c.check.blocks.data();
     std::vector<Verdict>& verdicts = c.check.verdicts;
-    std::vector<NamedStack>& stacks = c.stacks;
     // The raw record, before anything is named or suppressed (the world has resumed).
     if (dump != nullptr) *dump = EncodeDumpOf(state, report, c);
+    std::vector<NamedStack> stacks = CollectStacks(c.earliest, state.stacks);
     // Every stack is named before the tallies: at exit some are not the program's.
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
     ApplySuppressions(options, blocks, n, stacks, &verdicts, &report);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
+#include "leakcheck/program_frames.h"
 #include "leakcheck/report_model.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/state.h"
@@ -39,13 +40,15 @@ class LiveSnapshot {
   uint64_t size_ = 0;
 };
 
-// The stacks of `blocks`, by stack id: for each stack with a live block, its program frames
-// (from the program's call of the allocator outwards: the capture starts inside the checker's
-// hooks, whose frames are left out) and the sequence number of its earliest live block.
-std::vector<NamedStack> CollectStacks(const Allocation* blocks, size_t n, const StackTable& stacks);
+// The sequence number of the earliest of `blocks` of each stack, by stack id (UINT64_MAX: none):
+// all a dump needs of the stacks, whose frames it reads from the table itself.
+std::vector<uint64_t> EarliestBlocks(const Allocation* blocks, size_t n, const StackTable& stacks);
 
-// A stack's program frames: `pcs[0, n)` without the checker's own hook frames at its start.
-std::vector<uintptr_t> ProgramFrames(void* const* pcs, int n);
+// The stacks with a live block (`earliest`, EarliestBlocks'), by stack id: each one's program
+// frames (from the program's call of the allocator outwards: the capture starts inside the
+// checker's hooks, whose frames are left out, program_frames.h) and its earliest block.
+std::vector<NamedStack> CollectStacks(const std::vector<uint64_t>& earliest,
+                                      const StackTable& stacks);
 
 // A report's header: occasion, number, process id and program (several checked processes may
 // report to one stderr), and the summary's figures of the tables (peak, own memory, counts).

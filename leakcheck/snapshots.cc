@@ -109,10 +109,11 @@ int WriteSnapshot(State& state) {
   LeakReport header;
   CollectHeader(state, occasion, ReportCount() + 1, &header);
   // No scan and no blocks: the stack statistics carry each stack's live bytes and blocks.
-  dump::DumpContents contents = dump::CollectDump(state, header, nullptr, 0, {}, {});
-  contents.process.snapshot = true;
-  DeliverDump(state.options.dump, DumpsWritten() == 0,
-              [&contents](const DumpWriter& write) { dump::EncodeDump(contents, write); });
+  dump::CollectedDump d = dump::CollectDump(state, header, nullptr, 0, {}, {});
+  d.contents.process.snapshot = true;
+  DeliverDump(state.options.dump, DumpsWritten() == 0, [&d](const DumpWriter& write) {
+    dump::EncodeDump(d.contents, *d.stacks, write);
+  });
   ++g_snapshots_written;
   return number;
 }

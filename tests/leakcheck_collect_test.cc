@@ -51,7 +51,8 @@ TEST(LeakReportCollect, StacksKeepTheProgramsFramesAndTheirEarliestBlock) {
   const uint32_t unused = stacks->Intern(hooked, 1);
   const std::vector<Allocation> blocks = {{0x1000, 8, 30, a, 1}, {0x2000, 8, 20, a, 1},
                                           {0x3000, 8, 40, b, 1}};
-  const std::vector<NamedStack> collected = CollectStacks(blocks.data(), blocks.size(), *stacks);
+  const std::vector<NamedStack> collected =
+      CollectStacks(EarliestBlocks(blocks.data(), blocks.size(), *stacks), *stacks);
   ASSERT_GT(collected.size(), std::max(a, b));
   const auto pc = [](void* p) { return reinterpret_cast<uintptr_t>(p); };
   EXPECT_EQ(collected[a].earliest, 20u);

@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <ctime>
 
-#include "leakcheck/dump/dump_modules.h"
-#include "leakcheck/report_collect.h"
+#include "leakcheck/dump/dump_table_stacks.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/mark.h"
 #include "leakcheck/scan/safe_reader.h"
@@ -64,8 +63,8 @@ bool CollectEdges(const Allocation* blocks, size_t n, const std::vector<Verdict>
 // What every stack did over the run, and the frames of those no longer live (the allocations and
 // temporary views need them). Their modules are resolved as of now: a stack none of whose blocks
 // is live has no earliest block to date its frames by.
-void CollectStackStats(State& state, const std::vector<NamedStack>& live,
-                       ModuleIndexer* modules, DumpContents* out) {
+void CollectStackStats(State& state, const std::vector<uint64_t>& earliest, TableStacks* stacks,
+                       DumpContents* out) {
   out->has_stack_stats = true;
   const uint64_t final_epoch = state.peak_epoch.load(std::memory_order_relaxed);
   const uint64_t now = state.allocations.next_sequence();
@@ -84,13 +83,8 @@ void CollectStackStats(State& state, const std::vector<NamedStack>& live,
     stats->AtPeak(final_epoch, &s.peak_bytes, &s.peak_blocks);
     if (s.allocations == 0 && s.live_blocks == 0) continue;
     out->stack_stats.push_back(s);
-    if (id < live.size() && live[id].earliest != UINT64_MAX) continue;  // listed already
-    void* const* pcs = nullptr;
-    const int count = state.stacks.Frames(id, &pcs);
-    DumpStack dead;
-    dead.id = id;
-    for (uintptr_t pc : ProgramFrames(pcs, count)) dead.frames.push_back(modules->Resolve(pc, now));
-    out->stacks.push_back(std::move(dead));
+    if (id < earliest.size() && earliest[id] != UINT64_MAX) continue;  // listed already
+    stacks->Add(id, UINT64_MAX, now);
   }
 }
 
@@ -128,10 +122,11 @@ void CollectTimeline(State& state, DumpContents* out) {
 
 }  // namespace
 
-DumpContents CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
-                         size_t n, const std::vector<Verdict>& verdicts,
-                         const std::vector<NamedStack>& stacks) {
-  DumpContents out;
+CollectedDump CollectDump(State& state, const LeakReport& report, const Allocation* blocks,
+                          size_t n, const std::vector<Verdict>& verdicts,
+                          const std::vector<uint64_t>& earliest) {
+  CollectedDump collected;
+  DumpContents& out = collected.contents;
   CollectHeader(report, report.summary.scanned, &out);
   const Options& options = state.options;
   out.sample_bytes = report.sample_bytes;
@@ -141,18 +136,13 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
   out.rendering.ignore_libraries = options.ignore_libraries;
   out.rendering.suppressions = options.suppressions;
 
-  ModuleIndexer modules(state.closed.load(std::memory_order_acquire));
-  for (uint32_t id = 0; id < stacks.size(); ++id) {
-    const NamedStack& stack = stacks[id];
-    if (stack.earliest == UINT64_MAX) continue;
-    DumpStack s;
-    s.id = id;
-    s.earliest = stack.earliest;
-    for (uintptr_t pc : stack.pcs) s.frames.push_back(modules.Resolve(pc, stack.earliest));
-    out.stacks.push_back(std::move(s));
+  collected.stacks = std::make_unique<TableStacks>(state.stacks, state.closed);
+  TableStacks& listed = *collected.stacks;
+  for (uint32_t id = 0; id < earliest.size(); ++id) {
+    if (earliest[id] != UINT64_MAX) listed.Add(id, earliest[id], earliest[id]);
   }
-  CollectStackStats(state, stacks, &modules, &out);
-  out.modules = std::move(modules.modules());
+  CollectStackStats(state, earliest, &listed, &out);
+  out.modules = listed.TakeModules();
 
   std::vector<uint32_t> serials;
   out.blocks.reserve(n);
@@ -174,7 +164,7 @@ DumpContents CollectDump(State& state, const LeakReport& report, const Allocatio
   }
   CollectThreadTotals(state.threads, &out);
   CollectTimeline(state, &out);
-  return out;
+  return collected;
 }
 
 }  // namespace stackwalk::leakcheck::dump

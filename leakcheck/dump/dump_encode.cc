@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "leakcheck/dump/dump_bytes.h"
@@ -19,6 +20,7 @@ class CountingSink {
   void I32(int32_t) { size_ += 4; }
   void Bytes(const void*, size_t n) { size_ += n; }
   void String(const std::string& s) { size_ += 4 + s.size(); }
+  void Skip(size_t n) { size_ += n; }  // what is counted without being made (a stack's frames)
   size_t size() const { return size_; }
 
  private:
@@ -111,9 +113,36 @@ void Range(Sink& out, const AddressRange64& r) {
   out.U64(r.hi);
 }
 
+// Module index and offset.
+constexpr size_t kFrameBytes = 4 + 8;
+
+// The stacks section's payload. The counting pass takes each stack's frame count from its head
+// and leaves its frames unmade (the program's are resolved from the stack table as written).
+template <class Sink>
+void Stacks(Sink& out, DumpStackSource& stacks) {
+  out.U32(static_cast<uint32_t>(stacks.size()));
+  std::vector<DumpFrame> scratch;
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const DumpStackSource::Head head = stacks.HeadOf(i);
+    out.U32(head.id);
+    out.U64(head.earliest);
+    out.U32(head.frames);
+    if constexpr (std::is_same_v<Sink, CountingSink>) {
+      out.Skip(kFrameBytes * head.frames);
+    } else {
+      const DumpFrame* frames = stacks.Frames(i, &scratch);
+      for (uint32_t f = 0; f < head.frames; ++f) {
+        out.U32(frames[f].module);
+        out.U64(frames[f].offset);
+      }
+    }
+  }
+}
+
 // The whole dump into `out`, in one of the two passes.
 template <class Sink>
-void Encode(const DumpContents& c, Sink& out, Lengths& lengths, bool counting) {
+void Encode(const DumpContents& c, DumpStackSource& stacks, Sink& out, Lengths& lengths,
+            bool counting) {
   out.Bytes(kMagic, sizeof(kMagic));
   out.U16(kMajorVersion);
   out.U16(kMinorVersion);
@@ -174,16 +203,7 @@ void Encode(const DumpContents& c, Sink& out, Lengths& lengths, bool counting) {
       for (size_t i = 0; i < ranges; ++i) Range(out, m.exec[i]);
     });
   });
-  Section(out, lengths, counting, kStacks, [&] {
-    List(out, c.stacks, [&](const DumpStack& s) {
-      out.U32(s.id);
-      out.U64(s.earliest);
-      List(out, s.frames, [&](const DumpFrame& f) {
-        out.U32(f.module);
-        out.U64(f.offset);
-      });
-    });
-  });
+  Section(out, lengths, counting, kStacks, [&] { Stacks(out, stacks); });
   Section(out, lengths, counting, kBlocks, [&] {
     List64(out, c.blocks, [&](const DumpBlock& b) {
       out.U64(b.address);
@@ -256,24 +276,35 @@ void Encode(const DumpContents& c, Sink& out, Lengths& lengths, bool counting) {
 
 }  // namespace
 
-std::string EncodeDump(const DumpContents& c) {
+std::string EncodeDump(const DumpContents& c, DumpStackSource& stacks) {
   Lengths lengths;
   CountingSink count;
-  Encode(c, count, lengths, /*counting=*/true);
+  Encode(c, stacks, count, lengths, /*counting=*/true);
   ByteSink out;
   out.Reserve(lengths.total);  // the old and a doubled copy are never held at once
-  Encode(c, out, lengths, /*counting=*/false);
+  Encode(c, stacks, out, lengths, /*counting=*/false);
   return std::move(out.bytes());
 }
 
-uint64_t EncodeDump(const DumpContents& c, const std::function<void(const char*, size_t)>& write) {
+uint64_t EncodeDump(const DumpContents& c, DumpStackSource& stacks,
+                    const std::function<void(const char*, size_t)>& write) {
   Lengths lengths;
   CountingSink count;
-  Encode(c, count, lengths, /*counting=*/true);
+  Encode(c, stacks, count, lengths, /*counting=*/true);
   ChunkSink out(write);
-  Encode(c, out, lengths, /*counting=*/false);
+  Encode(c, stacks, out, lengths, /*counting=*/false);
   out.Flush();
   return out.size();
+}
+
+std::string EncodeDump(const DumpContents& c) {
+  ListedStacks stacks(c.stacks);
+  return EncodeDump(c, stacks);
+}
+
+uint64_t EncodeDump(const DumpContents& c, const std::function<void(const char*, size_t)>& write) {
+  ListedStacks stacks(c.stacks);
+  return EncodeDump(c, stacks, write);
 }
 
 }  // namespace stackwalk::leakcheck::dump

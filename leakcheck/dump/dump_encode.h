@@ -1,5 +1,6 @@
 // EncodeDump: a DumpContents as the bytes of one leak dump (docs/dump-format.md). Names nothing
-// and reads no process state: plain data in, bytes out. Not signal-safe: allocates.
+// and reads no process state but through the stack source it is given (dump_stack_source.h):
+// plain data in, bytes out. Not signal-safe: allocates.
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_ENCODE_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_ENCODE_H_
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "leakcheck/dump/dump_contents.h"
+#include "leakcheck/dump/dump_stack_source.h"
 
 namespace stackwalk::leakcheck::dump {
 
@@ -18,6 +20,12 @@ std::string EncodeDump(const DumpContents& contents);
 // dump is never whole in memory (lengths are measured by a first pass over `contents`). Returns
 // how many bytes it handed over.
 uint64_t EncodeDump(const DumpContents& contents,
+                    const std::function<void(const char*, size_t)>& write);
+
+// The same, the stacks section written from `stacks` instead of contents.stacks (which is not
+// read): the bytes of contents with the stacks `stacks` gives.
+std::string EncodeDump(const DumpContents& contents, DumpStackSource& stacks);
+uint64_t EncodeDump(const DumpContents& contents, DumpStackSource& stacks,
                     const std::function<void(const char*, size_t)>& write);
 
 }  // namespace stackwalk::leakcheck::dump

@@ -27,7 +27,7 @@ DumpModule FromLoaded(const internal::Module& m) {
 
 }  // namespace
 
-ModuleIndexer::ModuleIndexer(const ClosedModules* closed) : closed_(closed) {
+ModuleIndexer::ModuleIndexer(const std::atomic<ClosedModules*>* closed) : closed_(closed) {
   internal::ModuleMap::Global().RefreshIfChanged();
 }
 
@@ -35,6 +35,7 @@ uint32_t ModuleIndexer::IndexOf(DumpModule module) {
   auto key = std::make_pair(module.path, module.load_bias);
   auto found = index_.find(key);
   if (found != index_.end()) return found->second;
+  if (taken_) return kUnknownModule;
   const uint32_t index = static_cast<uint32_t>(modules_.size());
   modules_.push_back(std::move(module));
   index_.emplace(std::move(key), index);
@@ -60,41 +61,52 @@ uint32_t ModuleIndexer::IndexOfLoaded(const internal::Module& m) {
   return index;
 }
 
+std::vector<DumpModule> ModuleIndexer::TakeModules() {
+  taken_ = true;
+  std::vector<DumpModule> listed = std::move(modules_);
+  modules_.clear();
+  return listed;
+}
+
 DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
-  DumpFrame frame;
-  frame.offset = pc;
+  // A frame of a module: the link-time address; of none (kUnknownModule), the PC.
+  const auto frame = [pc](uint32_t module, uint64_t bias) {
+    return DumpFrame{module, module != kUnknownModule ? pc - bias : pc};
+  };
+  // Read again each time: the process's first dlclose may come between a dump's two passes.
+  const ClosedModules* closed =
+      closed_ != nullptr ? closed_->load(std::memory_order_acquire) : nullptr;
   LoadedObject object;
-  if (closed_ != nullptr && closed_->Find(pc, earliest, &object)) {
+  if (closed != nullptr && closed->Find(pc, earliest, &object)) {
     DumpModule m;
     m.path = object.path;
     m.load_bias = object.bias;
     m.extent = {object.start, object.end};
     m.closed_at = object.closed_at;
-    frame.module = IndexOf(std::move(m));
-    frame.offset = pc - object.bias;
-    return frame;
+    return frame(IndexOf(std::move(m)), object.bias);
   }
   // Every frame is a return address: its object is the one holding the call, a byte back.
   const uint64_t lookup = pc - 1;
   internal::ModuleMap& map = internal::ModuleMap::Global();
-  bool found = false;
+  DumpFrame found = frame(kUnknownModule, 0);
+  bool loaded = false;
   map.FindRefreshing(lookup, [&](const internal::Module& m) {
     if (m.is_vdso) return false;  // no file to name it from
-    frame.module = IndexOfLoaded(m);
-    frame.offset = pc - m.load_bias;
-    found = true;
+    found = frame(IndexOfLoaded(m), m.load_bias);
+    // One loaded at its address since the list was taken is not listed: the one unloaded
+    // there last may be.
+    loaded = found.module != kUnknownModule;
     return true;
   });
   internal::UnloadedModule unloaded;
-  if (!found && map.FindUnloaded(lookup, &unloaded)) {
+  if (!loaded && map.FindUnloaded(lookup, &unloaded)) {
     DumpModule m;
     m.path = unloaded.path;
     m.load_bias = unloaded.load_bias;
     m.extent = {unloaded.extent.lo, unloaded.extent.hi};
-    frame.module = IndexOf(std::move(m));
-    frame.offset = pc - unloaded.load_bias;
+    found = frame(IndexOf(std::move(m)), unloaded.load_bias);
   }
-  return frame;
+  return found;
 }
 
 }  // namespace stackwalk::leakcheck::dump

@@ -7,6 +7,7 @@
 #ifndef STACKWALK_LEAKCHECK_DUMP_DUMP_MODULES_H_
 #define STACKWALK_LEAKCHECK_DUMP_DUMP_MODULES_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,13 +25,18 @@ namespace stackwalk::leakcheck::dump {
 
 class ModuleIndexer {
  public:
-  // `closed` may be null (nothing was unloaded).
-  explicit ModuleIndexer(const ClosedModules* closed);
+  // `closed`: the process's record of dlcloses (State::closed, null until the first), read at
+  // each Resolve; may itself be null (none is looked at).
+  explicit ModuleIndexer(const std::atomic<ClosedModules*>* closed);
 
-  // The frame of return address `pc` of a stack whose earliest live block is `earliest`.
+  // The frame of return address `pc` of a stack whose earliest live block is `earliest`. After
+  // TakeModules (TableStacks resolves every frame twice, dump_table_stacks.h), a PC in an object
+  // loaded since is one of the object unloaded there last if that one is listed, and a PC in no
+  // listed object a frame of no known object (the PC itself).
   DumpFrame Resolve(uintptr_t pc, uint64_t earliest);
 
-  std::vector<DumpModule>& modules() { return modules_; }
+  // The modules listed so far, in index order; no more are listed after.
+  std::vector<DumpModule> TakeModules();
 
  private:
   uint32_t IndexOf(DumpModule module);
@@ -49,7 +55,8 @@ class ModuleIndexer {
     uint32_t index;
   };
 
-  const ClosedModules* closed_;
+  const std::atomic<ClosedModules*>* closed_;
+  bool taken_ = false;  // TakeModules was called: the list is final
   std::vector<DumpModule> modules_;
   std::map<std::pair<std::string, uint64_t>, uint32_t> index_;  // (path, bias) -> index
   std::vector<Loaded> loaded_;

@@ -1,0 +1,36 @@
+#include "leakcheck/dump/dump_table_stacks.h"
+
+#include "leakcheck/program_frames.h"
+
+namespace stackwalk::leakcheck::dump {
+
+TableStacks::TableStacks(const StackTable& table, const std::atomic<ClosedModules*>& closed)
+    : table_(table), modules_(&closed) {}
+
+void TableStacks::Add(uint32_t id, uint64_t earliest, uint64_t dated_by) {
+  void* const* pcs = nullptr;
+  int n = table_.Frames(id, &pcs);
+  if (pcs == nullptr || n < 0) n = 0;
+  if (n > StackTable::kMaxFrames) n = StackTable::kMaxFrames;
+  const int first = FirstProgramFrame(pcs, n);
+  for (int i = first; i < n; ++i) modules_.Resolve(reinterpret_cast<uintptr_t>(pcs[i]), dated_by);
+  stacks_.push_back({id, static_cast<uint8_t>(first), static_cast<uint8_t>(n), earliest, dated_by});
+}
+
+DumpStackSource::Head TableStacks::HeadOf(size_t i) const {
+  const Listed& s = stacks_[i];
+  return {s.id, s.earliest, static_cast<uint32_t>(s.end - s.first)};
+}
+
+const DumpFrame* TableStacks::Frames(size_t i, std::vector<DumpFrame>* scratch) {
+  const Listed& s = stacks_[i];
+  void* const* pcs = nullptr;
+  table_.Frames(s.id, &pcs);  // the same frames as when added: a stack's never change
+  scratch->clear();
+  for (int f = s.first; f < s.end; ++f) {
+    scratch->push_back(modules_.Resolve(reinterpret_cast<uintptr_t>(pcs[f]), s.dated_by));
+  }
+  return scratch->data();
+}
+
+}  // namespace stackwalk::leakcheck::dump
