@@ -209,8 +209,9 @@ TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
   EXPECT_EQ(stacks->Frames(empty, &pcs), 0);
 }
 
-// Two different stacks with the same 64-bit hash (made by solving the hash's last step: frame 4
-// goes into frame 0's lane) are two stacks: the table compares the frames, not only the hash.
+// Two different stacks with the same 64-bit hash (made by solving the hash's first step: frame 1
+// is added to the product of frame 0, so a changed frame 0 is undone by frame 1) are two stacks:
+// the table compares the frames, not only the hash.
 TEST(StackTable, StacksWhoseHashesCollideAreKeptApart) {
   if (sizeof(uintptr_t) < sizeof(uint64_t)) {
     GTEST_SKIP() << "a 32-bit frame cannot cancel the high half of a 64-bit lane";
@@ -223,8 +224,8 @@ TEST(StackTable, StacksWhoseHashesCollideAreKeptApart) {
   std::copy(std::begin(x), std::end(x), std::begin(y));
   y[0] = reinterpret_cast<void*>(0x401008);
   const uint64_t start = stack_hash::kStart[0] ^ 5;
-  y[4] = reinterpret_cast<void*>(static_cast<uintptr_t>(
-      stack_hash::Step(start, x[0]) ^ reinterpret_cast<uintptr_t>(x[4]) ^ stack_hash::Step(start, y[0])));
+  y[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(
+      stack_hash::Step2(start, x[0], x[1]) - stack_hash::Step(start, y[0])));
   ASSERT_EQ(StackHash(x, 5), StackHash(y, 5)) << "the collision must be solved for this hash";
   const uint32_t id_x = stacks->Intern(x, 5);
   const uint32_t id_y = stacks->Intern(y, 5);
@@ -237,6 +238,25 @@ TEST(StackTable, StacksWhoseHashesCollideAreKeptApart) {
   EXPECT_TRUE(std::equal(pcs, pcs + 5, y));
   ASSERT_EQ(stacks->Frames(id_x, &pcs), 5);
   EXPECT_TRUE(std::equal(pcs, pcs + 5, x));
+}
+
+// Every frame goes into the hash, whatever the stack's depth (the hash takes two frames a step,
+// and the last one to seven of a stack by steps of their own): a stack that differs from another
+// in one frame only hashes differently.
+TEST(StackHash, EveryFrameOfEveryDepthChangesTheHash) {
+  std::vector<void*> frames(StackTable::kMaxFrames);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    frames[i] = reinterpret_cast<void*>(uintptr_t{0x401000} + 0x130 * i);
+  }
+  for (int n = 1; n <= StackTable::kMaxFrames; ++n) {
+    const uint64_t hash = StackHash(frames.data(), n);
+    for (int i = 0; i < n; ++i) {
+      std::vector<void*> changed(frames.begin(), frames.begin() + n);
+      changed[i] = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(changed[i]) + 1);
+      EXPECT_NE(StackHash(changed.data(), n), hash) << "frame " << i << " of " << n;
+    }
+    EXPECT_NE(StackHash(frames.data(), n - 1), hash) << "the depth " << n;
+  }
 }
 
 TEST(StackTable, ManyStacksFromManyThreadsGetDistinctIds) {
