@@ -24,7 +24,10 @@ struct Entry {
   uintptr_t lo = 0;                // the stack's bottom (above its guard)
   uintptr_t tp = 0;                // the exited thread's thread pointer
   uintptr_t dead_hi = 0;           // the dead part is [lo, dead_hi)
-  uintptr_t signature[kSignatureWords] = {};
+  // Inverted (~word): the DTV is a heap block glibc frees with the stack, and this table lies in
+  // the checker's own globals, a root, where the word as it was would keep whatever block malloc
+  // gives that memory next reachable (the stress test's lost kept blocks).
+  uintptr_t inverted_signature[kSignatureWords] = {};
 };
 constexpr uint32_t kEmpty = 0, kWriting = 1, kValid = 2;
 
@@ -93,7 +96,7 @@ void RecordExitingThreadStack() {
   slot->tp = tp;
   slot->dead_hi = dead_hi;
   for (int i = 0; i < kSignatureWords; ++i) {
-    slot->signature[i] = reinterpret_cast<const uintptr_t*>(tp)[i];
+    slot->inverted_signature[i] = ~reinterpret_cast<const uintptr_t*>(tp)[i];
   }
   slot->state.store(kValid, std::memory_order_release);
 }
@@ -124,7 +127,7 @@ size_t FindExitedThreadStacks(const StoppedThread* threads, size_t thread_count,
     uintptr_t signature[kSignatureWords];
     if (!reader.Read(tp, signature, sizeof signature)) continue;
     bool same = true;
-    for (int i = 0; i < kSignatureWords; ++i) same &= signature[i] == e.signature[i];
+    for (int i = 0; i < kSignatureWords; ++i) same &= ~signature[i] == e.inverted_signature[i];
     if (!same) continue;
     const internal::AddressRange stack{lo, tp};
     bool live = tp == caller_tp || stack.Contains(caller_sp);
