@@ -245,6 +245,11 @@ int RemoveListener(int id) {
     for (ListenerSlot& slot : g_listeners) {
       if (id > 0 && slot.id == id) {
         slot.id = 0;
+        // A call running now has its own copies. The table is in the checker's globals, a root:
+        // the program's argument left here would keep the block it names reachable once freed
+        // and reused.
+        slot.fn = nullptr;
+        slot.arg = nullptr;
         found = &slot;
         break;
       }

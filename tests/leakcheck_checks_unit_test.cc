@@ -11,6 +11,7 @@
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/checks.h"
 #include "leakcheck/state.h"
+#include "writable_words.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -111,6 +112,23 @@ TEST(CheckerThreads, ThePeriodicCheckerIsListedWhileItRuns) {
   StopPeriodicChecks();
   EXPECT_EQ(CheckerThreadIds(tids, 4), 0u);
 }
+
+// The listeners' table lies in the checker's globals, a root: a removed listener's argument (the
+// program's, often a block it frees next) left there would keep that memory's next block reachable.
+void IgnoreLeaks(const stackwalk_leak_record*, size_t, const stackwalk_leak_summary*, void*) {}
+
+TEST(LeakListeners, ARemovedListenersArgumentIsNoLongerInTheTable) {
+  // An address no other global holds: a fresh heap block's, kept here only inverted.
+  volatile uintptr_t inverted = ~reinterpret_cast<uintptr_t>(new int(7));
+  const int id = AddListener(IgnoreLeaks, reinterpret_cast<void*>(~inverted));
+  ASSERT_GT(id, 0);
+  const auto* table_code = reinterpret_cast<const void*>(&RemoveListener);
+  EXPECT_EQ(testing::WritableWordsEqualTo(table_code, ~inverted), 1u) << "added";
+  ASSERT_EQ(RemoveListener(id), 0);
+  EXPECT_EQ(testing::WritableWordsEqualTo(table_code, ~inverted), 0u);
+  delete reinterpret_cast<int*>(~inverted);
+}
+
 
 }  // namespace
 }  // namespace stackwalk::leakcheck

@@ -9,11 +9,25 @@
 
 #include "gtest/gtest.h"
 #include "leakcheck/scan/own_mappings.h"
+#include "writable_words.h"
 
 namespace stackwalk::leakcheck {
 namespace {
 
 uintptr_t Lo(void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// The table lies in the checker's globals, a root: an unmapped range's address left there would
+// point into whatever large block is mapped there next, and keep it reachable.
+TEST(OwnMappings, AnUnmappedRangeIsNoLongerNamedInTheTable) {
+  const size_t bytes = 3 * 4096;
+  void* mapped = OwnMap(bytes);
+  ASSERT_NE(mapped, nullptr);
+  const auto address = reinterpret_cast<uintptr_t>(mapped);
+  const auto* table_code = reinterpret_cast<const void*>(&OwnUnmap);
+  ASSERT_GT(testing::WritableWordsEqualTo(table_code, address), 0u) << "registered";
+  OwnUnmap(mapped, bytes);
+  EXPECT_EQ(testing::WritableWordsEqualTo(table_code, address), 0u);
+}
 
 TEST(OwnMappings, RegistersWhatItMapsAndNothingElse) {
   const size_t page = sysconf(_SC_PAGESIZE);

@@ -20,13 +20,14 @@ namespace {
 constexpr int kSignatureWords = 2;
 
 struct Entry {
-  std::atomic<uint32_t> state{0};  // kEmpty, kWriting or kValid
-  uintptr_t lo = 0;                // the stack's bottom (above its guard)
-  uintptr_t tp = 0;                // the exited thread's thread pointer
-  uintptr_t dead_hi = 0;           // the dead part is [lo, dead_hi)
-  // Inverted (~word): the DTV is a heap block glibc frees with the stack, and this table lies in
-  // the checker's own globals, a root, where the word as it was would keep whatever block malloc
-  // gives that memory next reachable (the stress test's lost kept blocks).
+  // Every word inverted (~word): this table lies in the checker's own globals, a root, and what
+  // it names is freed or unmapped by glibc later (the DTV is a heap block freed with the stack;
+  // an unmapped stack's range is where the next large block is mapped). As they were, the words
+  // would keep whatever block comes there next reachable (the stress test's lost kept blocks).
+  std::atomic<uint32_t> state{0};     // kEmpty, kWriting or kValid
+  uintptr_t inverted_lo = 0;          // the stack's bottom (above its guard)
+  uintptr_t inverted_tp = 0;          // the exited thread's thread pointer
+  uintptr_t inverted_dead_hi = 0;     // the dead part is [lo, dead_hi)
   uintptr_t inverted_signature[kSignatureWords] = {};
 };
 constexpr uint32_t kEmpty = 0, kWriting = 1, kValid = 2;
@@ -87,14 +88,14 @@ void RecordExitingThreadStack() {
   WriterLock lock;
   Entry* slot = nullptr;
   for (Entry& e : g_entries) {  // the same stack exited before (a reused one): its entry
-    if (e.state.load(std::memory_order_relaxed) == kValid && e.lo == lo) slot = &e;
+    if (e.state.load(std::memory_order_relaxed) == kValid && ~e.inverted_lo == lo) slot = &e;
   }
   if (slot == nullptr) slot = &g_entries[g_next++ % kMaxExitedStacks];
   slot->state.store(kWriting, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  slot->lo = lo;
-  slot->tp = tp;
-  slot->dead_hi = dead_hi;
+  slot->inverted_lo = ~lo;
+  slot->inverted_tp = ~tp;
+  slot->inverted_dead_hi = ~dead_hi;
   for (int i = 0; i < kSignatureWords; ++i) {
     slot->inverted_signature[i] = ~reinterpret_cast<const uintptr_t*>(tp)[i];
   }
@@ -117,7 +118,7 @@ size_t FindExitedThreadStacks(const StoppedThread* threads, size_t thread_count,
     if (count == capacity) break;
     // A writer stopped mid-entry left it kWriting: skipped (its stack is a root this time).
     if (e.state.load(std::memory_order_acquire) != kValid) continue;
-    const uintptr_t lo = e.lo, tp = e.tp, dead_hi = e.dead_hi;
+    const uintptr_t lo = ~e.inverted_lo, tp = ~e.inverted_tp, dead_hi = ~e.inverted_dead_hi;
     const MapsEntry* mapping = maps.Find(tp);
     if (mapping == nullptr || mapping->kind != MapsEntry::Kind::kAnonymous ||
         !mapping->readable || !mapping->writable || mapping->shared ||

@@ -93,6 +93,10 @@ void* OwnRemap(void* old_address, size_t old_bytes, size_t new_bytes) {
 void OwnUnmap(void* address, size_t bytes) {
   if (address == nullptr) return;
   if (Slot* slot = FindSlot(reinterpret_cast<uintptr_t>(address))) {
+    // Busy while lo is cleared: the table is in the checker's globals, a root, where the old
+    // address would point into whatever block is mapped there next.
+    slot->hi.store(kBusy, std::memory_order_relaxed);
+    slot->lo.store(0, std::memory_order_relaxed);
     slot->hi.store(0, std::memory_order_release);
   }
   munmap(address, bytes);

@@ -1,0 +1,63 @@
+// WritableWordsEqualTo: how many aligned words of the writable segments of the loaded object
+// holding `code` equal `value`. The checker's own tables lie in such segments, which a scan takes
+// for roots: a test asks that what the checker let go of (a freed block, an unmapped range) is no
+// longer named there as it was.
+#ifndef STACKWALK_TESTS_WRITABLE_WORDS_H_
+#define STACKWALK_TESTS_WRITABLE_WORDS_H_
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stackwalk::testing {
+
+// Reads across the gaps between globals: an ASan build's redzones are not overflows here.
+__attribute__((no_sanitize("address"))) inline size_t CountWordsEqualTo(uintptr_t lo, uintptr_t hi,
+                                                                        uintptr_t value) {
+  size_t found = 0;
+  for (uintptr_t at = lo; at + sizeof(uintptr_t) <= hi; at += sizeof(uintptr_t)) {
+    found += *reinterpret_cast<const volatile uintptr_t*>(at) == value;
+  }
+  return found;
+}
+
+inline size_t WritableWordsEqualTo(const void* code, uintptr_t value) {
+  Dl_info info{};
+  if (dladdr(code, &info) == 0) return SIZE_MAX;
+  struct Search {
+    uintptr_t base;
+    uintptr_t value;
+    size_t found;
+  } search{reinterpret_cast<uintptr_t>(info.dli_fbase), value, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* object, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        // The object whose lowest PT_LOAD starts at dli_fbase.
+        uintptr_t lowest = UINTPTR_MAX;
+        for (int i = 0; i < object->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = object->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && object->dlpi_addr + ph.p_vaddr < lowest) {
+            lowest = object->dlpi_addr + ph.p_vaddr;
+          }
+        }
+        if ((lowest & ~uintptr_t{4095}) != s->base) return 0;
+        for (int i = 0; i < object->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = object->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) == 0) continue;
+          const uintptr_t align = sizeof(uintptr_t) - 1;
+          const uintptr_t lo = (object->dlpi_addr + ph.p_vaddr + align) & ~align;
+          const uintptr_t hi = object->dlpi_addr + ph.p_vaddr + ph.p_memsz;
+          s->found += CountWordsEqualTo(lo, hi, s->value);
+        }
+        return 1;
+      },
+      &search);
+  return search.found;
+}
+
+}  // namespace stackwalk::testing
+
+#endif  // STACKWALK_TESTS_WRITABLE_WORDS_H_
