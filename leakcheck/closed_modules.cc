@@ -34,8 +34,10 @@ bool ClosedModules::Find(uintptr_t pc, uint64_t allocated_at, LoadedObject* out)
   } search;
   search.self = this;
   search.allocated_at = allocated_at;
+  // Every frame is a return address: its object is the one holding the call, a byte back (as
+  // the loaded objects' lookup and the symbolizer take it).
   internal::ModuleMap::Global().VisitUnloaded(
-      pc,
+      pc - 1,
       [](const internal::UnloadedModule& u, void* context) {
         auto* s = static_cast<Search*>(context);
         const uint64_t closed_at = s->self->ClosedAt(u.unloaded_after_generation);

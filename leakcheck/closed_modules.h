@@ -23,8 +23,8 @@ class ClosedModules {
   // `generation_before` up to (not including) `generation_after` had and later ones lack went
   // then.
   void RecordDlclose(uint64_t generation_before, uint64_t generation_after, uint64_t sequence);
-  // The object that held `pc` for an allocation made at `allocated_at`: the earliest unloaded
-  // after it (closed_at set). Returns false if none did.
+  // The object that held the call of return address `pc` (at pc - 1) for an allocation made at
+  // `allocated_at`: the earliest unloaded after it (closed_at set). Returns false if none did.
   bool Find(uintptr_t pc, uint64_t allocated_at, LoadedObject* out) const;
 
  private:

@@ -253,5 +253,29 @@ TEST_F(LeakDumpStacksDlclose, AStacksFramesAreThoseOfTheObjectsItHadAtItsDate) {
   dlclose(copy);
 }
 
+TEST_F(LeakDumpStacksDlclose, AClosedObjectHoldsTheCallOfAReturnAddressNotTheAddressItself) {
+  // A frame is a return address: the object that held its call, a byte back. One just past the
+  // closed object's end was a call in it; one at its start, a call in whatever lay below.
+  internal::ModuleMap& map = internal::ModuleMap::Global();
+  map.RefreshIfChanged();
+  const uint64_t before = map.generation();
+  ASSERT_EQ(dlclose(plugin_), 0);
+  map.RefreshIfChanged();
+  ClosedModules closes;
+  closes.RecordDlclose(before, map.generation(), 50);
+  internal::UnloadedModule unloaded;
+  ASSERT_TRUE(map.FindUnloaded(reinterpret_cast<uintptr_t>(pc_), &unloaded));
+  ASSERT_EQ(std::string(unloaded.path), LEAKY_PLUGIN);
+
+  LoadedObject object;
+  ASSERT_TRUE(closes.Find(unloaded.extent.hi, 5, &object));
+  EXPECT_EQ(object.path, LEAKY_PLUGIN);
+  EXPECT_EQ(object.start, unloaded.extent.lo);
+  EXPECT_EQ(object.closed_at, 50u);
+  const bool below = closes.Find(unloaded.extent.lo, 5, &object);
+  EXPECT_FALSE(below && object.path == LEAKY_PLUGIN) << "the call before its start was not in it";
+  EXPECT_TRUE(closes.Find(reinterpret_cast<uintptr_t>(pc_), 5, &object));
+}
+
 }  // namespace
 }  // namespace stackwalk::leakcheck::dump

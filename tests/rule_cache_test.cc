@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
+#include "core/module_map.h"
 #include "stackwalk/stackwalk.h"
 
 namespace stackwalk::internal {
@@ -117,6 +119,149 @@ TEST(RuleCache, KeepsTheRulesOfThousandsOfReturnAddresses) {
   cache->Clear();
   EXPECT_EQ(cache->Find(pcs[kPcs - 1], kGeneration), nullptr) << "Clear() must forget them";
   cache->Release();
+}
+
+// Pseudo-random lookup pcs scattered over 64 MiB of code (a fixed xorshift sequence).
+std::vector<uint64_t> ScatteredPcs(int n, uint64_t seed) {
+  std::vector<uint64_t> pcs;
+  uint64_t x = seed;
+  for (int i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    pcs.push_back(0x7f0000000000 + (x & ((uint64_t{1} << 26) - 1)));
+  }
+  return pcs;
+}
+
+TEST(RuleCache, ASecondLevelKeepsWhatTheFirstEvictsOnceAThreadChurns) {
+  // Three times as many return addresses as the first level holds (a compiler's allocation
+  // stacks), each parsed again (inserted) whenever neither level has it, as walks do: once the
+  // first level has evicted a table's worth, what it evicts goes to a second level, and the two
+  // keep them all.
+  std::thread([] {
+    RuleCache* cache = RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    cache->Clear();
+    constexpr uint64_t kGeneration = 9;
+    std::vector<uint64_t> pcs = ScatteredPcs(3 * RuleCache::kEntries, 0x9e3779b97f4a7c15ull);
+    std::sort(pcs.begin(), pcs.end());
+    pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
+    const auto rule_of = [](size_t i) {
+      CompactRule rule = CompactRule::Cfa(CompactRule::Kind::kCfaSp, 8 * static_cast<int>(i + 1));
+      rule.ra_offset = -8;
+      return rule;
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < pcs.size(); ++i) {
+        if (cache->Find(pcs[i], kGeneration) == nullptr) cache->Insert(pcs[i], kGeneration, rule_of(i));
+      }
+    }
+    EXPECT_TRUE(cache->has_second_level());
+    const uint64_t hits_before = cache->second_level_hits();
+    size_t found = 0;
+    for (size_t i = 0; i < pcs.size(); ++i) {
+      const CompactRule* rule = cache->Find(pcs[i], kGeneration);
+      if (rule == nullptr) continue;
+      ++found;
+      EXPECT_EQ(rule->cfa_offset, rule_of(i).cfa_offset) << i;
+      EXPECT_EQ(cache->FindTagged(pcs[i], cache->Tag(kGeneration)), rule) << "moved up";
+    }
+    // Its two-way slots lose a few (94 % kept here); the first level alone keeps a third.
+    EXPECT_GT(found, pcs.size() * 90 / 100) << "of " << pcs.size();
+    EXPECT_GT(cache->second_level_hits() - hits_before, uint64_t{RuleCache::kEntries});
+    EXPECT_EQ(cache->Find(pcs[0], kGeneration + 1), nullptr) << "a rebuild invalidates both";
+    cache->Clear();
+    EXPECT_EQ(cache->Find(pcs[0], kGeneration), nullptr) << "Clear() forgets both levels";
+    cache->Release();
+  }).join();
+}
+
+TEST(RuleCache, AThreadWhoseReturnAddressesFitHasNoSecondLevel) {
+  std::thread([] {
+    RuleCache* cache = RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    cache->Clear();
+    const bool had = cache->has_second_level();  // a table a churning thread had before
+    for (uint64_t pc : ScatteredPcs(RuleCache::kEntries / 4, 0x2545f4914f6cdd1dull)) {
+      cache->Insert(pc, 3, CompactRule::EndOfStack());
+    }
+    EXPECT_EQ(cache->has_second_level(), had);
+    cache->Release();
+  }).join();
+}
+
+// Frames below a few calls that cannot be inlined, captured with CFI.
+__attribute__((noinline)) int CaptureDeep(void** pcs, int max, int depth) {
+  if (depth > 0) {
+    const int n = CaptureDeep(pcs, max, depth - 1);
+    asm volatile("" ::: "memory");  // not a tail call
+    return n;
+  }
+  return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
+}
+
+// CaptureDeep from one call site: the same return addresses each time, up to and including
+// the one into this function.
+__attribute__((noinline)) int CaptureFromHere(void** pcs, int max) {
+  const int n = CaptureDeep(pcs, max, 6);
+  asm volatile("" ::: "memory");
+  return n;
+}
+
+TEST(RuleCache, AWalkWhoseRulesTheFirstLevelLostTakesThemFromTheSecond) {
+  std::thread([] {
+    const uint64_t generation = ModuleMap::Global().rebuild_count();
+    RuleCache* cache = RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    // A thread that churned: made-up rules, three tables' worth, make its second level.
+    for (uint64_t pc : ScatteredPcs(3 * RuleCache::kEntries, 0x2545f4914f6cdd1dull)) {
+      cache->Insert(pc, generation, CompactRule::EndOfStack());
+    }
+    ASSERT_TRUE(cache->has_second_level());
+    cache->Release();
+    void* frames[2][64];
+    int n[2] = {0, 0};
+    uint64_t hits = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      n[pass] = CaptureFromHere(frames[pass], 64);
+      if (pass == 1) break;
+      // Every first-level slot pair the walk's lookups used (a return address's, at pc - 1, or
+      // an exact pc's) taken by made-up rules, two for each slot of the pair: the walk's rules
+      // go down to the second level.
+      cache = RuleCache::Acquire();
+      ASSERT_NE(cache, nullptr);
+      for (int i = 0; i < n[pass]; ++i) {
+        const uint64_t pc = reinterpret_cast<uintptr_t>(frames[pass][i]);
+        for (uint64_t key : {pc - 1, pc}) {
+          for (uint32_t slot : {RuleCache::Slot(key), RuleCache::Slot(key) ^ 1}) {
+            int placed = 0;
+            for (uint64_t fake = 0x10000; placed < 2; fake += 0x10) {
+              if (RuleCache::Slot(fake) != slot) continue;
+              cache->Insert(fake, generation, CompactRule::EndOfStack());
+              ++placed;
+            }
+          }
+        }
+      }
+      hits = cache->second_level_hits();
+      cache->Release();
+    }
+    // The same frames but one: the return address into this test's body, whose two passes the
+    // compiler may make two call sites.
+    ASSERT_GT(n[0], 7);
+    ASSERT_EQ(n[1], n[0]);
+    std::vector<int> differ;
+    for (int i = 0; i < n[0]; ++i) {
+      if (frames[1][i] != frames[0][i]) differ.push_back(i);
+    }
+    EXPECT_LE(differ.size(), 1u);
+    if (!differ.empty()) EXPECT_GE(differ[0], 7) << "a frame of CaptureDeep differs";
+    cache = RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    EXPECT_GT(cache->second_level_hits(), hits) << "every rule came from a new CFI parse";
+    cache->Release();
+  }).join();
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ struct Pool {
   std::atomic<bool> in_use[RuleCache::kMaxTables];
 };
 Pool g_pool;
+// Second levels handed out (RuleCache::Evict), up to kMaxSecondLevels.
+std::atomic<int> g_second_levels{0};
 
 // A key whose destructor gives the slot back when the thread exits. Created at load time;
 // captures before that (an allocation hook called while the C library starts) wait for it.
@@ -76,6 +78,52 @@ RuleCache* RuleCache::AcquireSlow() {
     return nullptr;
   }
   return tables_[slot];
+}
+
+void RuleCache::Evict(const Entry& entry) {
+  if (second_ == nullptr) {
+    if (++evictions_ < kEntries) return;
+    evictions_ = 0;
+    if (g_second_levels.fetch_add(1, std::memory_order_relaxed) >= kMaxSecondLevels) {
+      g_second_levels.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    second_ = static_cast<Entry*>(Arena::Global().Allocate(sizeof(Entry) * kSecondEntries, 64));
+    if (second_ == nullptr) {
+      g_second_levels.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  PutSecond(entry);
+}
+
+void RuleCache::PutSecond(const Entry& entry) {
+  // Into its slot or the neighbour, whichever is free, stale or its own; else over the slot's.
+  const uint32_t slot = SecondSlot(entry.pc);
+  Entry* to = &second_[slot];
+  if (to->pc != entry.pc && to->tag == entry.tag && to->pc != 0) {
+    Entry* other = &second_[slot ^ 1];
+    if (other->pc == 0 || other->pc == entry.pc || other->tag != entry.tag) to = other;
+  }
+  *to = entry;
+}
+
+const CompactRule* RuleCache::FindSecond(uint64_t pc, uint64_t tag) {
+  if (second_ == nullptr) return nullptr;
+  const uint32_t slot = SecondSlot(pc);
+  Entry* found = &second_[slot];
+  if (found->pc != pc || found->tag != tag) {
+    found = &second_[slot ^ 1];
+    if (found->pc != pc || found->tag != tag) return nullptr;
+  }
+  ++second_hits_;
+  // Up into the first level; a live entry it takes the place of goes down.
+  const Entry up = *found;
+  found->pc = 0;
+  Entry* to = FirstLevelSlot(pc, tag);
+  if (to->pc != pc && to->tag == tag && to->pc != 0) PutSecond(*to);
+  *to = up;
+  return &to->rule;
 }
 
 void RuleCache::Clear() {

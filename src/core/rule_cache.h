@@ -12,6 +12,13 @@
 // and log touched. 4,096 entries: a compiler's allocation stacks (clang) cross more return
 // addresses than 1,024 hold; with 1,024 a capture missed 0.8 times on average (a CFI parse,
 // ~3,000 instructions), with 4,096 0.27 times (docs/leakcheck-benchmarks.md).
+//
+// A second level for the threads that need it: a thread whose walks have evicted kEntries live
+// rules from its table (clang's main thread within a few thousand allocations; a thread whose
+// return addresses fit never does) gets a table of kSecondEntries more (1 MiB) from the arena,
+// where evicted rules go and from which a miss of the first level takes its rule back (the two
+// swap). At most kMaxSecondLevels tables of the pool have one (16 MiB at most); each stays with
+// its table for the next thread that claims it.
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
@@ -27,6 +34,8 @@ class RuleCache {
  public:
   static constexpr int kEntries = 4096;
   static constexpr int kMaxTables = 256;
+  static constexpr int kSecondEntries = 32768;
+  static constexpr int kMaxSecondLevels = 16;
 
   // The calling thread's cache, claimed on first use; nullptr when the pool is empty or the
   // thread is already inside its cache (a nested signal handler). Pair with Release().
@@ -40,10 +49,14 @@ class RuleCache {
 
   // Two-way: a PC may sit in its slot or the slot's neighbour, so that two hot PCs that hash
   // alike do not evict each other on every walk.
-  const CompactRule* Find(uint64_t pc, uint64_t generation) const {
-    return FindTagged(pc, Tag(generation));
+  // Either level: a rule found in the second moves to the first.
+  const CompactRule* Find(uint64_t pc, uint64_t generation) {
+    const uint64_t tag = Tag(generation);
+    const CompactRule* rule = FindTagged(pc, tag);
+    return rule != nullptr ? rule : FindSecond(pc, tag);
   }
-  // Find() with Tag(generation) computed once per walk (the cached loop's lookups).
+  // The first level's lookup, with Tag(generation) computed once per walk (the cached loop's;
+  // on a miss it asks FindSecond).
   const CompactRule* FindTagged(uint64_t pc, uint64_t tag) const {
     const uint32_t slot = Slot(pc);
     const Entry& a = entries_[slot];
@@ -51,18 +64,24 @@ class RuleCache {
     const Entry& b = entries_[slot ^ 1];
     return b.pc == pc && b.tag == tag ? &b.rule : nullptr;
   }
+  // The second level's rule for pc (tag as FindTagged's), moved into the first level (the entry
+  // it takes the place of moves down); null if there is none or the thread has no second level.
+  const CompactRule* FindSecond(uint64_t pc, uint64_t tag);
   void Insert(uint64_t pc, uint64_t generation, const CompactRule& rule) {
     const uint64_t tag = Tag(generation);
-    const uint32_t slot = Slot(pc);
-    Entry* e = &entries_[slot];
-    if (e->pc != pc && e->tag == tag && e->pc != 0) {
-      Entry* other = &entries_[slot ^ 1];
-      // Take the neighbour if it is free, stale or ours; else evict the home slot.
-      if (other->pc == 0 || other->pc == pc || other->tag != tag) e = other;
-    }
+    Entry* e = FirstLevelSlot(pc, tag);
+    if (e->pc != pc && e->tag == tag && e->pc != 0) Evict(*e);
     e->pc = pc;
     e->tag = tag;
     e->rule = rule;
+  }
+  // Whether this table has a second level, and how many lookups it served (tests, tuning).
+  bool has_second_level() const { return second_ != nullptr; }
+  uint64_t second_level_hits() const { return second_hits_; }
+  // The first level's slot of a lookup pc (tests: entries that take each other's place).
+  static uint32_t Slot(uint64_t pc) {
+    // Fibonacci hashing spreads the return addresses of neighbouring call sites.
+    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 52) & (kEntries - 1);
   }
 
   // An entry's validity: the module map generation and the table's clear count. After 2^16
@@ -108,15 +127,31 @@ class RuleCache {
   __attribute__((tls_model("initial-exec"))) inline static thread_local bool busy_ = false;
   inline static RuleCache* tables_[kMaxTables] = {};  // set before slot i is handed out
 
-  static uint32_t Slot(uint64_t pc) {
-    // Fibonacci hashing spreads the return addresses of neighbouring call sites.
-    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 52) & (kEntries - 1);
+  static uint32_t SecondSlot(uint64_t pc) {
+    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 49) & (kSecondEntries - 1);
   }
+  // Where pc's entry goes in the first level: its slot, or the neighbour if that one is free,
+  // stale or pc's; else the slot, whose entry is evicted.
+  Entry* FirstLevelSlot(uint64_t pc, uint64_t tag) {
+    const uint32_t slot = Slot(pc);
+    Entry* e = &entries_[slot];
+    if (e->pc != pc && e->tag == tag && e->pc != 0) {
+      Entry* other = &entries_[slot ^ 1];
+      if (other->pc == 0 || other->pc == pc || other->tag != tag) e = other;
+    }
+    return e;
+  }
+  // A live entry leaves the first level: into the second, which is made once kEntries have left.
+  void Evict(const Entry& entry);
+  void PutSecond(const Entry& entry);  // into the second level, which exists
 
   Entry entries_[kEntries];
   FrameLog log_;  // at a multiple of 64 bytes from the table's start: a logged frame a line
   FpChainLog fp_log_;
   uint16_t clears_ = 0;
+  uint32_t evictions_ = 0;  // live entries evicted from the first level, until there is a second
+  Entry* second_ = nullptr;  // kSecondEntries entries in the arena, or none
+  uint64_t second_hits_ = 0;
 };
 
 }  // namespace stackwalk::internal

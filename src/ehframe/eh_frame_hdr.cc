@@ -1,5 +1,7 @@
 #include "ehframe/eh_frame_hdr.h"
 
+#include <cstring>
+
 #include "ehframe/byte_reader.h"
 #include "ehframe/cfi_parser.h"
 #include "ehframe/pointer_encoding.h"
@@ -52,6 +54,34 @@ uint64_t LinearSearch(const EhFrameSection& section, uint64_t eh_frame, uint64_t
   return 0;
 }
 
+// The search of the table every linker writes (DW_EH_PE_datarel | DW_EH_PE_sdata4: pairs of
+// 32-bit offsets from the header), without DecodePointer's general decoding of each entry it
+// visits: a miss in a thread's rule cache in clang's libraries searched ~100,000 entries for
+// ~1,700 instructions of its ~4,900. The same arithmetic as that decoding (sign-extended, added
+// to the header's address with wrap-around, then CodeAddress). The caller checked that the
+// `count` entries of 8 bytes from `table` lie inside the section's bounds.
+uint64_t SearchDatarelSdata4(const EhFrameSection& section, uint64_t table, uint64_t count,
+                             uint64_t pc) {
+  const auto entry_word = [&](uint64_t index, int word) {
+    int32_t value;
+    const uint64_t at = table + index * 8 + 4 * static_cast<uint64_t>(word);
+    std::memcpy(&value, reinterpret_cast<const void*>(static_cast<uintptr_t>(at)), sizeof value);
+    const uint64_t address = section.hdr + static_cast<uint64_t>(static_cast<int64_t>(value));
+    return section.address_size == 4 ? address & 0xffffffffu : address;
+  };
+  // Last entry with initial_loc <= pc.
+  uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (entry_word(mid, 0) + section.load_bias <= pc) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo == 0 ? 0 : entry_word(lo - 1, 1);
+}
+
 }  // namespace
 
 uint64_t FindFde(const EhFrameSection& section, uint64_t pc) {
@@ -75,6 +105,9 @@ uint64_t FindFde(const EhFrameSection& section, uint64_t pc) {
   uint64_t entry_size = 2 * static_cast<uint64_t>(field);
   if (fde_count == 0 || fde_count > (section.bounds.hi - table) / entry_size) return 0;
 
+  if (table_enc == (kPeDatarel | kPeSdata4) && section.hdr != 0) {
+    return SearchDatarelSdata4(section, table, fde_count, pc);
+  }
   // Last entry with initial_loc <= pc.
   uint64_t lo = 0, hi = fde_count;
   while (lo < hi) {
