@@ -191,14 +191,21 @@ TEST(RuleCache, AThreadWhoseReturnAddressesFitHasNoSecondLevel) {
   }).join();
 }
 
-// Frames below a few calls that cannot be inlined, captured with CFI.
+// The architecture's unwind tables: .ARM.exidx on arm32, CFI elsewhere.
+#if defined(__arm__)
+constexpr stackwalk_method kTables = STACKWALK_EXIDX;
+#else
+constexpr stackwalk_method kTables = STACKWALK_EHFRAME;
+#endif
+
+// Frames below a few calls that cannot be inlined, captured with the unwind tables.
 __attribute__((noinline)) int CaptureDeep(void** pcs, int max, int depth) {
   if (depth > 0) {
     const int n = CaptureDeep(pcs, max, depth - 1);
     asm volatile("" ::: "memory");  // not a tail call
     return n;
   }
-  return stackwalk_backtrace(pcs, max, STACKWALK_EHFRAME);
+  return stackwalk_backtrace(pcs, max, kTables);
 }
 
 // CaptureDeep from one call site: the same return addresses each time, up to and including
@@ -227,13 +234,13 @@ TEST(RuleCache, AWalkWhoseRulesTheFirstLevelLostTakesThemFromTheSecond) {
       n[pass] = CaptureFromHere(frames[pass], 64);
       if (pass == 1) break;
       // Every first-level slot pair the walk's lookups used (a return address's, at pc - 1, or
-      // an exact pc's) taken by made-up rules, two for each slot of the pair: the walk's rules
-      // go down to the second level.
+      // on arm32 at the halfword before its Thumb bit; an exact pc's) taken by made-up rules, two
+      // for each slot of the pair: the walk's rules go down to the second level.
       cache = RuleCache::Acquire();
       ASSERT_NE(cache, nullptr);
       for (int i = 0; i < n[pass]; ++i) {
         const uint64_t pc = reinterpret_cast<uintptr_t>(frames[pass][i]);
-        for (uint64_t key : {pc - 1, pc}) {
+        for (uint64_t key : {pc - 1, pc, (pc & ~uint64_t{1}) - 2, pc & ~uint64_t{1}}) {
           for (uint32_t slot : {RuleCache::Slot(key), RuleCache::Slot(key) ^ 1}) {
             int placed = 0;
             for (uint64_t fake = 0x10000; placed < 2; fake += 0x10) {
