@@ -1,7 +1,8 @@
 // WritableWordsEqualTo: how many aligned words of the writable segments of the loaded object
-// holding `code` equal `value`. The checker's own tables lie in such segments, which a scan takes
-// for roots: a test asks that what the checker let go of (a freed block, an unmapped range) is no
-// longer named there as it was.
+// holding `code` equal `value`; WritableWordsWithin, how many lie in [lo, hi) (an unmapped
+// range's interior pointers too). The checker's own tables lie in such segments, which a scan
+// takes for roots: a test asks that what the checker let go of (a freed block, an unmapped range)
+// is no longer named there as it was.
 #ifndef STACKWALK_TESTS_WRITABLE_WORDS_H_
 #define STACKWALK_TESTS_WRITABLE_WORDS_H_
 
@@ -15,23 +16,26 @@
 namespace stackwalk::testing {
 
 // Reads across the gaps between globals: an ASan build's redzones are not overflows here.
-__attribute__((no_sanitize("address"))) inline size_t CountWordsEqualTo(uintptr_t lo, uintptr_t hi,
-                                                                        uintptr_t value) {
+// The words of [lo, hi) whose values lie in [from, to).
+__attribute__((no_sanitize("address"))) inline size_t CountWordsWithin(uintptr_t lo, uintptr_t hi,
+                                                                       uintptr_t from,
+                                                                       uintptr_t to) {
   size_t found = 0;
   for (uintptr_t at = lo; at + sizeof(uintptr_t) <= hi; at += sizeof(uintptr_t)) {
-    found += *reinterpret_cast<const volatile uintptr_t*>(at) == value;
+    const uintptr_t word = *reinterpret_cast<const volatile uintptr_t*>(at);
+    found += word >= from && word < to;
   }
   return found;
 }
 
-inline size_t WritableWordsEqualTo(const void* code, uintptr_t value) {
+inline size_t WritableWordsWithin(const void* code, uintptr_t from, uintptr_t to) {
   Dl_info info{};
   if (dladdr(code, &info) == 0) return SIZE_MAX;
   struct Search {
     uintptr_t base;
-    uintptr_t value;
+    uintptr_t from, to;
     size_t found;
-  } search{reinterpret_cast<uintptr_t>(info.dli_fbase), value, 0};
+  } search{reinterpret_cast<uintptr_t>(info.dli_fbase), from, to, 0};
   dl_iterate_phdr(
       [](dl_phdr_info* object, size_t, void* data) {
         auto* s = static_cast<Search*>(data);
@@ -50,12 +54,16 @@ inline size_t WritableWordsEqualTo(const void* code, uintptr_t value) {
           const uintptr_t align = sizeof(uintptr_t) - 1;
           const uintptr_t lo = (object->dlpi_addr + ph.p_vaddr + align) & ~align;
           const uintptr_t hi = object->dlpi_addr + ph.p_vaddr + ph.p_memsz;
-          s->found += CountWordsEqualTo(lo, hi, s->value);
+          s->found += CountWordsWithin(lo, hi, s->from, s->to);
         }
         return 1;
       },
       &search);
   return search.found;
+}
+
+inline size_t WritableWordsEqualTo(const void* code, uintptr_t value) {
+  return value == UINTPTR_MAX ? SIZE_MAX : WritableWordsWithin(code, value, value + 1);
 }
 
 }  // namespace stackwalk::testing
