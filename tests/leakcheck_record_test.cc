@@ -296,7 +296,9 @@ TEST(RecordRegion, AfterAForkNeitherProcesssGlobalsNameTheCopiesOrThePieces) {
   }
   ASSERT_FALSE(pieces.empty());
   std::vector<size_t> named;
-  for (uintptr_t piece : pieces) named.push_back(testing::WritableWordsEqualTo(globals_code, piece));
+  for (uintptr_t piece : pieces) {
+    named.push_back(testing::WritableWordsEqualTo(globals_code, piece));
+  }
 
   const auto before = MappedRanges();
   t.stacks.LockAll();

@@ -51,8 +51,8 @@ struct CheckOutcome {
 };
 
 // Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized), with a
-// CheckEntry (check_entry.h) at its entry point. False (with out->error) if no check could run; out->blocks and
-// verdicts (all kLive) are filled anyway.
+// CheckEntry (check_entry.h) at its entry point. False (with out->error) if no check could run;
+// out->blocks and verdicts (all kLive) are filled anyway.
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
 
 // The calling thread is one of the checker's own (the signal reporter, a periodic checker): a
