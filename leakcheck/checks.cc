@@ -298,6 +298,9 @@ std::atomic<bool> g_checker_stopping{false};
 std::atomic<int32_t> g_checker_tid{0};
 
 void* CheckerMain(void*) {
+  // Nothing on this thread is the program's but the listeners' frames, gone by each check: its
+  // stack is a root from here up only, not the checker's frames where they ran.
+  CheckEntry entry;
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
   RegisterCheckerThread();  // a check by another thread neither stops it nor scans its stack
   g_checker_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));

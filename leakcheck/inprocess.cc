@@ -22,6 +22,7 @@
 #include "leakcheck/frame_namer.h"
 #include "leakcheck/got_patch.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/scan/check.h"
 #include "leakcheck/session.h"
 #include "leakcheck/snapshots.h"
 #include "leakcheck/state.h"
@@ -429,6 +430,7 @@ std::vector<std::pair<int, CxxListener*>>* g_cxx_listeners = nullptr;  // never 
 }  // namespace
 
 absl::StatusOr<LeakCheck> CheckLeaks(const CheckOptions& options) {
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   LeakCheck check;
   auto each = [](const stackwalk_leak_record* r, void* arg) {
     static_cast<LeakCheck*>(arg)->leaks.push_back(ToRecord(*r));
@@ -497,6 +499,7 @@ EXPORT int stackwalk_leakcheck_start(const char* text) {
 
 EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   ReentryGuard own;
   {
     std::lock_guard<std::mutex> hold(g_mutex);
@@ -547,12 +550,14 @@ bool Started() {
 EXPORT int stackwalk_leakcheck_check(stackwalk_leak_record* out, size_t capacity, size_t* count,
                                      stackwalk_leak_summary* summary) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   if (!Started()) return STACKWALK_LEAKCHECK_NOT_STARTED;
   return CheckInto(GlobalState(), out, capacity, count, summary);
 }
 EXPORT int stackwalk_leakcheck_check_each(void (*each)(const stackwalk_leak_record*, void*),
                                           void* arg, stackwalk_leak_summary* summary) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   if (!Started()) return STACKWALK_LEAKCHECK_NOT_STARTED;
   return CheckEach(GlobalState(), each, arg, summary);
 }

@@ -21,6 +21,7 @@
 #include "leakcheck/record_region.h"
 #include "leakcheck/recording.h"
 #include "leakcheck/report_destination.h"
+#include "leakcheck/scan/check.h"
 #include "leakcheck/session.h"
 #include "leakcheck/snapshots.h"
 #include "leakcheck/state.h"
@@ -220,6 +221,7 @@ EXPORT int stackwalk_leakcheck_start(const char*) { return STACKWALK_LEAKCHECK_P
 EXPORT int stackwalk_leakcheck_stop(void) { return STACKWALK_LEAKCHECK_PRELOADED; }
 EXPORT int stackwalk_leakcheck_report(uint64_t* bytes, uint64_t* allocations) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   ReentryGuard own;
   ReportTotals totals = WriteReport(GlobalState(), "request");
   if (bytes != nullptr) *bytes = totals.bytes;
@@ -235,11 +237,13 @@ EXPORT int stackwalk_leakcheck_preloaded(void) { return 1; }
 EXPORT int stackwalk_leakcheck_check(stackwalk_leak_record* out, size_t capacity, size_t* count,
                                      stackwalk_leak_summary* summary) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   return CheckInto(GlobalState(), out, capacity, count, summary);
 }
 EXPORT int stackwalk_leakcheck_check_each(void (*each)(const stackwalk_leak_record*, void*),
                                           void* arg, stackwalk_leak_summary* summary) {
   using namespace stackwalk::leakcheck;
+  CheckEntry entry;  // the check reads this thread's stack from here up: the program's frames
   return CheckEach(GlobalState(), each, arg, summary);
 }
 EXPORT int stackwalk_leakcheck_ignore_object(const void* block) {

@@ -434,12 +434,22 @@ void RecordBeforeFork() {
   }
 }
 
+namespace {
+// The fork's copies let go of. The list lies in the checker's globals, a root: an address left
+// there (a copy just unmapped, a piece retired later) would keep whatever block is mapped there
+// next reachable.
+void ForgetForkCopies() {
+  std::memset(g_fork_copies, 0, g_fork_copy_count * sizeof(ForkCopy));
+  g_fork_copy_count = 0;
+}
+}  // namespace
+
 void RecordAfterForkParent() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
     if (g_fork_copies[i].copy != nullptr) munmap(g_fork_copies[i].copy, g_fork_copies[i].bytes);
   }
-  g_fork_copy_count = 0;
+  ForgetForkCopies();
   if (g_child_fd >= 0) close(g_child_fd);  // the child's, and the launcher's once handed over
   g_child_fd = -1;
   g_grow_lock.Unlock();
@@ -554,7 +564,7 @@ void RecordLeaveAfterFork() {
       if (piece.copy == reinterpret_cast<void*>(piece.address)) continue;
       lost_tables |= !MakePrivate(piece, -1);  // the parent's region is closed by now
     }
-    g_fork_copy_count = 0;
+    ForgetForkCopies();
     g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it
     if (lost_tables) SayTablesLost();
     return;
@@ -566,7 +576,7 @@ void RecordLeaveAfterFork() {
     lost_tables |= !MakePrivate(g_fork_copies[i], RegionFdIsOurs() ? g_fd : -1);
   }
   if (lost_tables) SayTablesLost();
-  g_fork_copy_count = 0;
+  ForgetForkCopies();
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;
   close(g_fd);

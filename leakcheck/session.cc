@@ -64,6 +64,7 @@ void OnReportSignal(int) {
 }
 
 void* ReporterMain(void*) {
+  CheckEntry entry;  // nothing on this thread is the program's: its stack is a root from here up
   ReentryGuard own_thread;  // everything this thread allocates is the checker's
   RegisterCheckerThread();  // a check by another thread neither stops it nor scans its stack
   g_reporter_tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
@@ -154,6 +155,9 @@ void ReportAtExit() {
   // Once: exit handlers and _exit can both get here (a handler that calls _exit, the exitcode).
   static std::atomic<bool> reported{false};
   if (reported.exchange(true)) return;
+  // The check reads this thread's stack from here up: the exit's frames, not the freeres calls'
+  // dead ones that the report's frames come over.
+  CheckEntry entry;
   ReentryGuard own;  // the report's memory is not the program's
   using Freeres = void (*)();
   if (auto gnu = reinterpret_cast<Freeres>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"))) gnu();

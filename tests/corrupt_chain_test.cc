@@ -13,6 +13,7 @@
 
 #include "stackwalk/cursor.h"
 #include "stackwalk/stackwalk.h"
+#include "writable_words.h"
 
 namespace {
 
@@ -123,36 +124,97 @@ long long ReadCalls() {
   return n;
 }
 
+// Return addresses that hold no code: a heap pointer, and an address in no mapping, on every
+// target (the middle of three pages mapped and given back: nothing maps there again before the
+// walks, which allocate nothing).
+struct NotCode {
+  std::unique_ptr<uintptr_t[]> heap{new uintptr_t[16]};
+  uintptr_t addresses[2] = {};
+  bool Make() {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* hole = mmap(nullptr, 3 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (hole == MAP_FAILED || munmap(hole, 3 * page) != 0) return false;
+    addresses[0] = reinterpret_cast<uintptr_t>(&heap[8]);
+    addresses[1] = reinterpret_cast<uintptr_t>(hole) + page + 0x234;
+    return true;
+  }
+};
+
+// Walks from a frame record whose return address is `ra`: the context's pc only, `n` 1.
+void WalkToReturnAddress(uintptr_t ra, int* n) {
+  alignas(16) volatile uintptr_t frame[8] = {};
+  frame[3] = ra;  // {saved fp 0, return address}
+#if defined(__arm__)
+  frame[2] = ra;  // layout (b): fp at the saved lr
+#endif
+  void* pcs[16];
+  *n = WalkFrom(reinterpret_cast<uintptr_t>(&frame[2]), pcs, 16);
+}
+
 TEST(CorruptChain, ReturnAddressesIntoDataEndTheWalkWithoutReadingTheMapsEachTime) {
   // Code without frame pointers leaves stack words in the frame-pointer register, whose record
   // then holds a heap pointer or a number as its "return address". Each ends the walk; the
   // range found to hold no code (a data mapping, an unmapped gap) is remembered, so that the
   // next walk does not read /proc/self/maps again (clang under the leak checker: 28,000 reads).
-  std::unique_ptr<uintptr_t[]> heap(new uintptr_t[16]);
-  // An address in no mapping, on every target: the middle of three pages mapped and given back
-  // (nothing maps there again before the walks: they allocate nothing).
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* hole = mmap(nullptr, 3 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(hole, MAP_FAILED);
-  ASSERT_EQ(munmap(hole, 3 * page), 0);
-  const uintptr_t not_code[] = {reinterpret_cast<uintptr_t>(&heap[8]),
-                                reinterpret_cast<uintptr_t>(hole) + page + 0x234};
-  for (uintptr_t ra : not_code) {
-    alignas(16) volatile uintptr_t frame[8] = {};
-    const uintptr_t at = reinterpret_cast<uintptr_t>(&frame[2]);
-    frame[3] = ra;  // {saved fp 0, return address}
-#if defined(__arm__)
-    frame[2] = ra;  // layout (b): fp at the saved lr
-#endif
-    void* pcs[16];
-    ASSERT_EQ(WalkFrom(at, pcs, 16), 1) << std::hex << ra;  // the context's pc only
+  NotCode not_code;
+  ASSERT_TRUE(not_code.Make());
+  for (uintptr_t ra : not_code.addresses) {
+    int n = 0;
+    WalkToReturnAddress(ra, &n);
+    ASSERT_EQ(n, 1) << std::hex << ra;  // the context's pc only
     const long long before = ReadCalls();
     if (before < 0) GTEST_SKIP() << "no /proc/self/io";
     constexpr int kWalks = 1000;
-    for (int i = 0; i < kWalks; ++i) ASSERT_EQ(WalkFrom(at, pcs, 16), 1);
+    for (int i = 0; i < kWalks; ++i) {
+      WalkToReturnAddress(ra, &n);
+      ASSERT_EQ(n, 1);
+    }
     // The maps text takes many reads; a remembered range needs none (a few where the walks
     // outlast the range's 100 ms).
     EXPECT_LT(ReadCalls() - before, kWalks) << std::hex << ra;
+  }
+}
+
+// The mapping of /proc/self/maps holding `address`, or the gap around it: [lo, hi).
+bool MapsRangeAround(uintptr_t address, uintptr_t* lo, uintptr_t* hi, bool* mapped) {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  uintptr_t below = 0;  // the end of the last mapping below `address`
+  bool found = false;
+  char line[512];
+  while (!found && std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx", &start, &end) != 2) continue;
+    if (address >= end) {
+      below = end;
+    } else {
+      *mapped = address >= start;
+      *lo = *mapped ? start : below;
+      *hi = *mapped ? end : start;
+      found = true;
+    }
+  }
+  std::fclose(f);
+  return found;
+}
+
+// The ranges found to hold no code lie in the thread's static TLS, a root of the leak checker's
+// scan, and outlive their 100 ms there: a heap's bounds (its old end inside the blocks it grows
+// into) or a gap's (where the next large block is mapped) would keep a leaked block reachable.
+TEST(CorruptChain, TheRangesRememberedToHoldNoCodeAreNotNamedInTheThreadsTls) {
+  NotCode not_code;
+  ASSERT_TRUE(not_code.Make());
+  const auto* libstackwalk = reinterpret_cast<const void*>(&stackwalk_backtrace);
+  for (uintptr_t ra : not_code.addresses) {
+    uintptr_t lo = 0, hi = 0;
+    bool mapped = false;
+    ASSERT_TRUE(MapsRangeAround(ra, &lo, &hi, &mapped)) << std::hex << ra;
+    int n = 0;
+    WalkToReturnAddress(ra, &n);
+    ASSERT_EQ(n, 1) << std::hex << ra;
+    const char* what = mapped ? "the data mapping's " : "the gap's ";
+    EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, lo), 0u) << what << "start";
+    EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, hi), 0u) << what << "end";
   }
 }
 

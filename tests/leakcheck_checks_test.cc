@@ -2,7 +2,9 @@
 // preloaded checker (the launcher) and with the in-process one started: CheckLeaks returns each
 // leak once, with its PCs, named frames (the LEAK-SITE line) and thread; ignored blocks never
 // appear; listeners see every check; the C form with a too-small buffer says how many records it
-// found and returns the rest next time; --check-interval appends a report per check.
+// found and returns the rest next time; --check-interval appends a report per check; the
+// checker's frames between the program's and the check (the API's, the periodic checker's) are
+// never roots.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -118,6 +120,33 @@ TEST(LeakcheckChecks, WithoutACheckerTheApiSaysSo) {
   const std::string out = Output(kChecks + " nochecker 2>&1");
   EXPECT_NE(out.find("check FAILED_PRECONDITION: no leak checker runs"), std::string::npos) << out;
   EXPECT_NE(out.find("ignore -3\n"), std::string::npos) << out;
+}
+
+// The checking thread's stack is a root from the program's call of the API up: the checker's
+// frames between it and the check, laid where the program's dead frames were, would otherwise
+// read a dropped block's address left there as a reference.
+TEST(LeakcheckChecks, PreloadedCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
+  EXPECT_EQ(Output(std::string(STACKWALK_LEAKCHECK) + " --output /dev/null " + kChecks +
+                   " stale preload 2>&1"),
+            "stale check 0: leak found\n");
+}
+
+TEST(LeakcheckChecks, InProcessCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
+  EXPECT_EQ(Output(kChecks + " stale inprocess 2>&1"), "stale check 0: leak found\n");
+}
+
+// The periodic checker's thread is the checker's alone, but runs the program's listeners: the next
+// check's frames come where a listener's were, and its stale words must not be read as roots.
+TEST(LeakcheckChecks, PreloadedPeriodicCheckReadsNoDeadFrameOfAListener) {
+  EXPECT_EQ(Output("timeout 120 " + std::string(STACKWALK_LEAKCHECK) +
+                   " --check-interval 1 --output /dev/null " + kChecks +
+                   " stale_listener preload 2>&1"),
+            "stale listener: leak found\n");
+}
+
+TEST(LeakcheckChecks, InProcessPeriodicCheckReadsNoDeadFrameOfAListener) {
+  EXPECT_EQ(Output("timeout 120 " + kChecks + " stale_listener inprocess /dev/null 2>&1"),
+            "stale listener: leak found\n");
 }
 
 // The reports of a report file, each from its header line on.

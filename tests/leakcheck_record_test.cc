@@ -2,7 +2,7 @@
 // tables, recording into a memfd as the launcher hands one to the program, read back from the
 // region's bytes alone: the blocks, their stacks as frames of this test's own module, the
 // threads; the process's peak; an exec's mark; a forked child's writes stay out of its parent's
-// region; and a region cut at any byte
+// region, and the parent's globals name nothing the fork copied; and a region cut at any byte
 // or corrupted is read without a crash, saying what it could not read.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -11,14 +11,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "leakcheck/allocation_table.h"
@@ -27,6 +30,7 @@
 #include "leakcheck/record_region.h"
 #include "leakcheck/stack_table.h"
 #include "leakcheck/thread_registry.h"
+#include "writable_words.h"
 
 namespace stackwalk::leakcheck {
 namespace {
@@ -245,6 +249,84 @@ TEST(RecordRegion, AChildForkedWithoutTheHandlersLeavesItsParentsRegionAlone) {
   const std::vector<uint8_t> bytes = RegionBytes();
   ASSERT_GE(bytes.size(), sizeof(record::Header));
   EXPECT_EQ(reinterpret_cast<const record::Header*>(bytes.data())->exit_reported, 0u);
+}
+
+// Address ranges the process has mapped (of /proc/self/maps).
+std::vector<std::pair<uintptr_t, uintptr_t>> MappedRanges() {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) ranges.emplace_back(lo, hi);
+  }
+  return ranges;
+}
+
+// The parts of `after`'s ranges that none of `before`'s covers.
+std::vector<std::pair<uintptr_t, uintptr_t>> NewRanges(
+    const std::vector<std::pair<uintptr_t, uintptr_t>>& before,
+    const std::vector<std::pair<uintptr_t, uintptr_t>>& after) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> parts = after;
+  for (const auto& [lo, hi] : before) {
+    std::vector<std::pair<uintptr_t, uintptr_t>> left;
+    for (const auto& part : parts) {
+      if (part.first < lo) left.emplace_back(part.first, std::min(part.second, lo));
+      if (part.second > hi) left.emplace_back(std::max(part.first, hi), part.second);
+    }
+    parts = left;
+  }
+  return parts;
+}
+
+// The fork copies (RecordBeforeFork) are listed in the checker's globals, a root: once the parent
+// has unmapped them (the child moved them), and once a piece they name is retired, an address left
+// there points into whatever large block is mapped there next, and keeps it reachable.
+TEST(RecordRegion, AfterAForkNeitherProcesssGlobalsNameTheCopiesOrThePieces) {
+  Tables& t = TheTables();
+  InternSiteStack(2);
+  const auto* globals_code = reinterpret_cast<const void*>(&RecordAfterForkParent);
+  // The live pieces, each named in the globals as many times as the tables name it.
+  std::vector<uintptr_t> pieces;
+  const std::vector<uint8_t> region = RegionBytes();
+  ASSERT_GE(region.size(), sizeof(record::Header));
+  const auto* header = reinterpret_cast<const record::Header*>(region.data());
+  for (uint64_t i = 0; i < header->extent_high && i < record::kExtentCapacity; ++i) {
+    if (header->extents[i].state == record::kLive) pieces.push_back(header->extents[i].address);
+  }
+  ASSERT_FALSE(pieces.empty());
+  std::vector<size_t> named;
+  for (uintptr_t piece : pieces) {
+    named.push_back(testing::WritableWordsEqualTo(globals_code, piece));
+  }
+
+  const auto before = MappedRanges();
+  t.stacks.LockAll();
+  t.allocations.LockAll();
+  RecordBeforeFork();
+  const auto copies = NewRanges(before, MappedRanges());
+  const pid_t child = fork();
+  if (child == 0) {
+    RecordLeaveAfterFork();  // the copies put in place of the pieces: their ranges left empty
+    size_t found = 0;
+    for (const auto& [lo, hi] : copies) found += testing::WritableWordsWithin(globals_code, lo, hi);
+    _exit(found == 0 ? 0 : 1);
+  }
+  RecordAfterForkParent();
+  t.allocations.UnlockAll();
+  t.stacks.UnlockAll();
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_FALSE(copies.empty()) << "no copy was mapped";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's globals name a copy";
+  for (const auto& [lo, hi] : copies) {
+    EXPECT_EQ(testing::WritableWordsWithin(globals_code, lo, hi), 0u)
+        << std::hex << "a copy at " << lo << "-" << hi << ", unmapped";
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(testing::WritableWordsEqualTo(globals_code, pieces[i]), named[i])
+        << std::hex << "the piece at " << pieces[i];
+  }
 }
 
 // The process's peak, raised by every thread at its new peaks, is the header's highest (never

@@ -11,8 +11,36 @@
 #include <thread>
 #include <vector>
 
+#include "core/proc_maps.h"
+#include "writable_words.h"
+
 namespace stackwalk::internal {
 namespace {
+
+// The cached bounds lie in the thread's static TLS, a root of the leak checker's scan. A walk on a
+// coroutine's stack (a block of the program's heap, or a mapping of its own) caches that
+// mapping's bounds, which, once the program frees the stack, lie in whatever block comes there
+// next (the heap's end is passed by the next blocks as the heap grows) and keep it reachable.
+// (The walk's SP given by hand: no stack switch, which sanitizers do not follow.)
+TEST(StackMemory, TheBoundsCachedForACoroutinesStackAreNotNamedInTheThreadsTls) {
+  constexpr size_t kStackBytes = 64 << 10;
+  std::unique_ptr<char[]> stack(new char[kStackBytes]);  // the heap's
+  const uint64_t sp = reinterpret_cast<uintptr_t>(stack.get()) + kStackBytes - 256;
+  StackMemory mem;
+  ASSERT_TRUE(mem.InitForCurrentThread(sp));
+  Mapping mapping;
+  ASSERT_TRUE(FindMapping(sp, &mapping));
+  const auto* code = reinterpret_cast<const void*>(&StackMemory::ResetThreadCacheForTesting);
+  EXPECT_EQ(testing::ThreadTlsWordsEqualTo(code, mapping.range.lo), 0u) << "its start";
+  EXPECT_EQ(testing::ThreadTlsWordsEqualTo(code, mapping.range.hi), 0u) << "its end";
+  // The next walk there finds it from the bounds as cached.
+  StackMemory again;
+  EXPECT_TRUE(again.InitForCurrentThread(sp));
+  ASSERT_EQ(again.region_count(), 1);
+  EXPECT_EQ(again.region(0).lo, mapping.range.lo);
+  EXPECT_EQ(again.region(0).hi, mapping.range.hi);
+  StackMemory::ResetThreadCacheForTesting();
+}
 
 TEST(StackMemory, ReadsOwnStackOnly) {
   volatile uint64_t local = 0x1122334455667788ull;

@@ -42,9 +42,6 @@ struct CheckerSlot {
 };
 CheckerSlot g_checker_threads[kMaxCheckerThreads];
 
-// The outermost CheckEntry alive on this thread (initial-exec: reading it never allocates).
-__attribute__((tls_model("initial-exec"))) thread_local const CheckEntry* t_entry = nullptr;
-
 int32_t CurrentTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
 uint64_t NowNs() {
@@ -192,6 +189,7 @@ struct Section {
   State* state;
   const CheckRequest* request;
   const ucontext_t* caller;
+  const uintptr_t* caller_registers;  // kCallerRegisterWords, or nullptr
   uintptr_t caller_sp;
   ScratchArena* scratch;
   StoppedWorld* world;
@@ -300,6 +298,7 @@ void StoppedSection(Section& s) {
       inputs.block_count = s.n;
       inputs.caller_sp = s.caller_sp;
       inputs.caller = s.caller;
+      inputs.caller_registers = s.caller_registers;
       inputs.excluded = excluded;
       inputs.excluded_count = excluded_count;
       inputs.modules = &modules;
@@ -355,8 +354,9 @@ sigset_t AsyncSignals() {
 }
 
 __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckRequest& request,
-                                                  const ucontext_t& caller, uintptr_t caller_sp,
-                                                  CheckOutcome* out) {
+                                                  const ucontext_t& caller,
+                                                  const uintptr_t* caller_registers,
+                                                  uintptr_t caller_sp, CheckOutcome* out) {
   const uint64_t check_start = NowNs();
   *out = CheckOutcome();  // the old block copies are wiped as they are freed (BlockCopies)
   const ObjectRanges self = FindObject(0, reinterpret_cast<uintptr_t>(&RunCheck));
@@ -365,7 +365,8 @@ __attribute__((noinline)) bool RunCheckWithCaller(State& state, const CheckReque
   ScratchArena scratch;
   StoppedWorld world;
   MapsSnapshot maps;
-  Section section{&state, &request, &caller, caller_sp, &scratch, &world, &maps, &self, &loader};
+  Section section{&state,  &request, &caller, caller_registers, caller_sp,
+                  &scratch, &world,   &maps,   &self,            &loader};
   dl_iterate_phdr(
       [](dl_phdr_info*, size_t, void* data) {
         auto* s = static_cast<Section*>(data);
@@ -451,34 +452,27 @@ void ForgetCheckerThreads() {
   }
 }
 
-__attribute__((noinline)) CheckEntry::CheckEntry() : outermost_(t_entry == nullptr) {
-  // Zeroed first: getcontext fills only part of a ucontext_t (8 of uc_sigmask's 128 bytes, for
-  // one), and the rest, scanned as a root, would be whatever stale words the stack held there.
-  memset(&context_, 0, sizeof context_);
-  getcontext(&context_);
-  if (outermost_) t_entry = this;
-}
-
-CheckEntry::~CheckEntry() {
-  if (outermost_) t_entry = nullptr;
-}
-
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out) {
-  // The caller's registers, and its stack from here up (or from its CheckEntry), are roots
-  // (kCallerStack): the frames below, the check's own, hold copies of block addresses.
+  // The caller's registers, and its stack from here up (or from the program's call of its
+  // CheckEntry's entry point), are roots (kCallerStack): the frames below, the checker's own,
+  // hold copies of block addresses.
   ucontext_t caller;
   memset(&caller, 0, sizeof caller);  // as CheckEntry's
   getcontext(&caller);
   const ucontext_t* context = &caller;
+  const uintptr_t* program_registers = nullptr;
   uintptr_t limit = reinterpret_cast<uintptr_t>(&caller);
-  if (t_entry != nullptr && t_entry->stack_limit() > limit) {
-    context = &t_entry->context();
-    limit = t_entry->stack_limit();
+  const CheckEntry* entry = CheckEntry::Outermost();
+  if (entry != nullptr && entry->stack_limit() > limit) {
+    context = &entry->context();
+    program_registers = entry->program_registers();
+    limit = entry->stack_limit();
   }
   const sigset_t async = AsyncSignals();
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &async, &previous);
-  const bool complete = RunCheckWithCaller(state, request, *context, limit, out);
+  const bool complete =
+      RunCheckWithCaller(state, request, *context, program_registers, limit, out);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return complete;
 }

@@ -16,6 +16,7 @@
 
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/scan/block_copies.h"
+#include "leakcheck/scan/check_entry.h"
 #include "leakcheck/scan/roots.h"
 #include "leakcheck/scan/stop_world.h"
 #include "leakcheck/scan/verdict.h"
@@ -50,30 +51,9 @@ struct CheckOutcome {
 };
 
 // Caller: under a ReentryGuard, holding ReportLock() (reports and checks are serialized), with a
-// CheckEntry at its entry point. False (with out->error) if no check could run; out->blocks and
-// verdicts (all kLive) are filled anyway.
+// CheckEntry (check_entry.h) at its entry point. False (with out->error) if no check could run;
+// out->blocks and verdicts (all kLive) are filled anyway.
 bool RunCheck(State& state, const CheckRequest& request, CheckOutcome* out);
-
-// Where the program's part of the checking thread's stack ends. A check run while one is alive
-// on its thread reads that thread's registers as they were at the entry and its stack from the
-// entry up, not the checker's frames in between, whose unused slots hold stale copies of block
-// addresses from earlier checks (a leak would pass for reachable). Declare one first thing at
-// every entry point that leads to RunCheck (WriteReport does); without one, RunCheck's own
-// frame is the limit. Not copyable; nests (the outermost counts).
-class CheckEntry {
- public:
-  CheckEntry();
-  ~CheckEntry();
-  CheckEntry(const CheckEntry&) = delete;
-  CheckEntry& operator=(const CheckEntry&) = delete;
-
-  const ucontext_t& context() const { return context_; }
-  uintptr_t stack_limit() const { return reinterpret_cast<uintptr_t>(this); }
-
- private:
-  ucontext_t context_;
-  bool outermost_;
-};
 
 // The calling thread is one of the checker's own (the signal reporter, a periodic checker): a
 // check run by another thread neither stops it nor reads its stack as a root. Up to 16 at once;

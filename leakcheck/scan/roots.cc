@@ -25,8 +25,10 @@ constexpr uintptr_t kArenaHeapAlign = sizeof(void*) == 8 ? uintptr_t{64} << 20 :
 // A thread's stack from `from` (its SP less the red zone, or the signal method's frame) to the
 // top of the mapping holding `sp`; an unstopped thread's whole mapping (it runs on: any of it
 // may hold a pointer by the time it is read).
-void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, RootKind kind,
-              const MapsSnapshot& maps, RootSet* out) {
+// `red_zone`: the bytes below `sp` that may be live (an interrupted leaf's locals; none below
+// the SP of a call).
+void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, uintptr_t red_zone,
+              RootKind kind, const MapsSnapshot& maps, RootSet* out) {
   if (sp == 0) return;
   const MapsEntry* mapping = maps.Find(sp);
   if (mapping == nullptr || !mapping->readable) return;  // sigaltstack gone, garbage SP
@@ -37,7 +39,7 @@ void AddStack(int32_t tid, uintptr_t sp, uintptr_t frame_lo, bool whole, RootKin
     // zmm16-31: what glibc's string functions last copied), stale words the register root
     // leaves out on purpose (stop_world_signal.cc); the registers themselves are in `regs`.
     (void)frame_lo;
-    const uintptr_t from = sp - kRedZone;
+    const uintptr_t from = sp - red_zone;
     if (from > lo) lo = from;
   }
   out->Add({lo, static_cast<uintptr_t>(mapping->range.hi), kind, tid, whole});
@@ -216,7 +218,8 @@ void CollectRoots(const RootInputs& inputs, const RootOptions& options, RootSet*
                                                                    : sizeof thread.regs;
       out->Add({regs, regs + bytes, RootKind::kRegisters, thread.tid, false});
     }
-    AddStack(thread.tid, thread.sp, thread.frame_lo, !stopped, RootKind::kStack, maps, out);
+    AddStack(thread.tid, thread.sp, thread.frame_lo, !stopped, kRedZone, RootKind::kStack, maps,
+             out);
     AddThreadTls(thread.tid, thread.thread_pointer, !stopped, inputs, reader, out);
   }
 
@@ -225,7 +228,14 @@ void CollectRoots(const RootInputs& inputs, const RootOptions& options, RootSet*
     const auto context = reinterpret_cast<uintptr_t>(inputs.caller);
     out->Add({context, context + sizeof(ucontext_t), RootKind::kCallerStack, caller_tid, false});
   }
-  AddStack(caller_tid, inputs.caller_sp, 0, false, RootKind::kCallerStack, maps, out);
+  if (inputs.caller_registers != nullptr) {
+    const auto registers = reinterpret_cast<uintptr_t>(inputs.caller_registers);
+    out->Add({registers, registers + kCallerRegisterWords * sizeof(uintptr_t),
+              RootKind::kCallerStack, caller_tid, false});
+  }
+  // caller_sp is the SP of a call (the program's into the checker's entry point): below it is
+  // the checker's.
+  AddStack(caller_tid, inputs.caller_sp, 0, false, 0, RootKind::kCallerStack, maps, out);
   AddThreadTls(caller_tid, CurrentThreadPointer(), false, inputs, reader, out);
 
   if (options.anonymous_mappings) AddAnonymous(inputs, reader, out);

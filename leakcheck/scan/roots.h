@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "leakcheck/allocation_table.h"  // Allocation only
+#include "leakcheck/scan/check_entry.h"  // kCallerRegisterWords only
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/scan/stop_world.h"
 #include "leakcheck/scan/tls_roots.h"
@@ -77,6 +78,9 @@ struct RootInputs {
   size_t block_count = 0;
   uintptr_t caller_sp = 0;                 // the checking thread: its stack from here up
   const ucontext_t* caller = nullptr;      // and its registers
+  // and, if not nullptr, kCallerRegisterWords of the program's registers unwound from its
+  // CheckEntry (check_entry.h): those its entry point saved in its frame, below caller_sp
+  const uintptr_t* caller_registers = nullptr;
   const internal::AddressRange* excluded = nullptr;  // never roots: the checker's own threads'
   size_t excluded_count = 0;                         // stacks
   // The loaded objects (LoadedModules::Collect, inside the check's dl_iterate_phdr callback):

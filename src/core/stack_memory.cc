@@ -178,7 +178,7 @@ bool StackMemory::Grow(uint64_t addr, size_t size) {
 bool StackMemory::InitSlow(uint64_t sp) {
   count_ = 0;
   discover_on_miss_ = false;
-  AddressRange cached = thread_stack_;
+  AddressRange cached = CachedThreadStack();
   AddressRange alt;
   if (CurrentAltStack(sp, &alt)) {
     AddRegion(alt);
@@ -206,7 +206,7 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     if (!near) return false;
   }
-  thread_stack_ = found;
+  CacheThreadStack(found);
   AddRegion(found);
   return true;
 }
@@ -220,7 +220,7 @@ bool StackMemory::DiscoverThreadStack(uint64_t addr) {
   return AddRegion(found);
 }
 
-void StackMemory::ResetThreadCacheForTesting() { thread_stack_ = AddressRange(); }
+void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange()); }
 
 void StackMemory::UseRangeCheckForTesting(bool use) {
   g_populate_read.store(use ? 0 : -1, std::memory_order_relaxed);

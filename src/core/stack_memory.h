@@ -50,7 +50,7 @@ class StackMemory {
   // Signal safety: async-signal-safe (may read /proc/self/maps once per thread).
   bool InitForCurrentThread(uint64_t sp) {
     // The common case inline: sp inside the thread's cached stack.
-    const AddressRange cached = thread_stack_;
+    const AddressRange cached = CachedThreadStack();
     if (cached.Contains(sp)) {
       regions_[0] = cached;
       count_ = 1;
@@ -111,10 +111,21 @@ class StackMemory {
   // read needs is not readable (or too many).
   bool Grow(uint64_t addr, size_t size);
 
-  // The calling thread's stack, found once. Initial-exec TLS: a dlopen'ed libstackwalk lives in
-  // glibc's static TLS surplus, so a thread's first access never calls __tls_get_addr (which
-  // may malloc).
-  __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange thread_stack_{};
+  // The calling thread's stack, found once, its bounds kept inverted (~lo, ~hi; zero: none).
+  // Static TLS is a root of the leak checker's scan, and a coroutine's stack is a block or a
+  // mapping the program frees: its bounds as they were would lie in whatever block comes there
+  // next (the heap's old end inside the blocks it grows into) and keep that block reachable.
+  // Initial-exec TLS: a dlopen'ed libstackwalk lives in glibc's static TLS surplus, so a
+  // thread's first access never calls __tls_get_addr (which may malloc).
+  __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange
+      thread_stack_inverted_{};
+  static AddressRange CachedThreadStack() {
+    const AddressRange inverted = thread_stack_inverted_;
+    return {~inverted.lo, ~inverted.hi};
+  }
+  static void CacheThreadStack(AddressRange range) {
+    thread_stack_inverted_ = {~range.lo, ~range.hi};
+  }
 
   AddressRange regions_[kMaxRegions];  // after VerifyPages(): the checked pages of each bound
   AddressRange bounds_[kMaxRegions];   // the regions as found, when verifying pages

@@ -46,11 +46,14 @@ void RememberCode(uint64_t lo, uint64_t hi, uint64_t generation) {
 // without frame pointers, whose frame-pointer register points at stack words holding heap
 // pointers, does not read the maps text (~0.3 ms for clang's ~150 lines) at each such word. A
 // range is trusted for kNotCodeNs only, and for one module map generation: a JIT may make a
-// data mapping executable (mprotect) without any loaded object changing.
+// data mapping executable (mprotect) without any loaded object changing. The bounds are kept
+// inverted (~lo, ~hi): static TLS is a root of the leak checker's scan, where they stay past
+// their time, and a heap's old end lies inside the blocks it grows into, a gap's bounds in the
+// large blocks mapped there next.
 struct NotCodeRange {
   uint64_t tag;  // the module map generation plus one; 0: empty
-  uint64_t lo;
-  uint64_t hi;
+  uint64_t inverted_lo;
+  uint64_t inverted_hi;
   uint64_t until_ns;  // CLOCK_MONOTONIC_COARSE
 };
 struct NotCodeRanges {
@@ -71,7 +74,7 @@ bool RememberedNotCode(uint64_t pc, uint64_t generation, uint64_t now_ns) {
   for (const NotCodeRange& r : t_not_code.range) {
     const uint64_t tag = r.tag;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    const uint64_t lo = r.lo, hi = r.hi, until_ns = r.until_ns;
+    const uint64_t lo = ~r.inverted_lo, hi = ~r.inverted_hi, until_ns = r.until_ns;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     if (tag == generation + 1 && r.tag == tag && pc - lo < hi - lo && now_ns < until_ns) return true;
   }
@@ -81,8 +84,8 @@ bool RememberedNotCode(uint64_t pc, uint64_t generation, uint64_t now_ns) {
 void RememberNotCode(uint64_t lo, uint64_t hi, uint64_t generation, uint64_t now_ns) {
   if (now_ns == 0) return;
   Remember(t_not_code, generation, [&](NotCodeRange& r) {
-    r.lo = lo;
-    r.hi = hi;
+    r.inverted_lo = ~lo;
+    r.inverted_hi = ~hi;
     r.until_ns = now_ns + kNotCodeNs;
   });
 }
