@@ -203,8 +203,7 @@ bool MapsRangeAround(uintptr_t address, uintptr_t* lo, uintptr_t* hi, bool* mapp
 // scan, and outlive their 100 ms there: a heap's bounds (its old end inside the blocks it grows
 // into) or a gap's (where the next large block is mapped) would keep a leaked block reachable.
 // On a thread of its own, whose memo starts empty: the walk adds no word equal to either bound
-// (other words of the block may equal one already: qemu-user's layout puts a gap's start where
-// the thread's own TLS pointers point).
+// (counted before and after: other words of the block may equal one already).
 TEST(CorruptChain, TheRangesRememberedToHoldNoCodeAreNotNamedInTheThreadsTls) {
   NotCode not_code;
   ASSERT_TRUE(not_code.Make());
@@ -220,8 +219,11 @@ TEST(CorruptChain, TheRangesRememberedToHoldNoCodeAreNotNamedInTheThreadsTls) {
       WalkToReturnAddress(ra, &n);
       ASSERT_EQ(n, 1) << std::hex << ra;
       const char* what = mapped ? "the data mapping's " : "the gap's ";
-      EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, lo), lo_before)
-          << what << "start";
+      // A gap from address 0 up (qemu-user maps low) has a start no block can be named by.
+      if (lo >= 4096) {
+        EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, lo), lo_before)
+            << what << "start";
+      }
       EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, hi), hi_before)
           << what << "end";
     }).join();
