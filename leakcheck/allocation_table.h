@@ -141,9 +141,11 @@ class AllocationTable {
     const uint32_t second = static_cast<uint32_t>(((other >> 32) * buckets) >> 32);
     return second != first ? second : first + 1 == buckets ? 0 : first + 1;
   }
-  static Buckets BucketsOf(uint64_t slot_address, uint64_t hash, uint32_t buckets) {
-    const uint32_t first = FirstBucket(hash, buckets);
-    return {first, SecondBucket(slot_address, first, buckets)};
+  // The bucket other than `bucket` (one of its two) of the block whose slot address is
+  // `slot_address`: the second computed only if `bucket` is its first.
+  static uint32_t OtherBucket(uint64_t slot_address, uint32_t bucket, uint32_t buckets) {
+    const uint32_t first = FirstBucket(Hash(slot_address), buckets);
+    return first != bucket ? first : SecondBucket(slot_address, first, buckets);
   }
   // The shard of an address: a group chosen by its 64 MiB region, then a shard in the group by
   // its hash. glibc gives each thread's arena a 64 MiB-aligned heap of its own, so threads
