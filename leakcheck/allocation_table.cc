@@ -17,10 +17,10 @@ using Slot = record::AllocationSlot;
 // paths up to 95 % (the random walk of 32 moves it replaced failed from ~87 %
 // with these hashes, and each failure rebuilt the shard), but from ~92 % both
 // of an insert's buckets are full ever more often and its search reaches two
-// and three moves: grown at 92 % instead of 95 %, python's inserts cost ~13 %
+// and three moves: grown at 92 % instead of 95 %, python's inserts cost ~11 %
 // fewer instructions (docs/leakcheck-benchmarks.md, 2026-11-28) although a
 // growing live set rebuilds a shard every 18 % of growth instead of every 22 %
-// (each block is moved ~6.5 times on the way up instead of ~5.5). 78 % after a
+// (each block is moved ~6.6 times on the way up instead of ~5.6). 78 % after a
 // resize is 30.8 bytes a block, under 32 with the last page's rounding from 26
 // pages a shard; the whole table stays under 32 from 10,000 live blocks
 // (AtMost32BytesALiveBlockFrom10000Up; bench/live_table_bytes.sh: 26-31).
