@@ -11,17 +11,20 @@ namespace {
 
 using Slot = record::AllocationSlot;
 
-// Load bounds, in thousandths: grow when an insert would pass 95 %, shrink when
+// Load bounds, in thousandths: grow when an insert would pass 92 %, shrink when
 // a free leaves less than 55 %, and rebuild at 78 %. A (2, 4) cuckoo table
 // fills to ~97 % before inserts fail; the breadth-first search below finds
 // paths up to 95 % (the random walk of 32 moves it replaced failed from ~87 %
-// with these hashes, and each failure rebuilt the shard). A growing live set
-// rebuilds a shard every 22 % of growth instead of every ~10 %: each block is
-// moved ~4.5 times on the way up instead of ~10. 78 % after a resize is 30.8
-// bytes a block, under 32 with the last page's rounding from 26 pages a shard;
-// the whole table stays under 32 from 10,000 live blocks
+// with these hashes, and each failure rebuilt the shard), but from ~92 % both
+// of an insert's buckets are full ever more often and its search reaches two
+// and three moves: grown at 92 % instead of 95 %, python's inserts cost ~11 %
+// fewer instructions (docs/leakcheck-benchmarks.md, 2026-11-28) although a
+// growing live set rebuilds a shard every 18 % of growth instead of every 22 %
+// (each block is moved ~6.6 times on the way up instead of ~5.6). 78 % after a
+// resize is 30.8 bytes a block, under 32 with the last page's rounding from 26
+// pages a shard; the whole table stays under 32 from 10,000 live blocks
 // (AtMost32BytesALiveBlockFrom10000Up; bench/live_table_bytes.sh: 26-31).
-constexpr uint64_t kGrowAt = 950;
+constexpr uint64_t kGrowAt = 920;
 constexpr uint64_t kShrinkBelow = 550;
 constexpr uint64_t kResizeTo = 780;
 // How many buckets one insert's search for a cuckoo path may reach before the
@@ -82,10 +85,30 @@ __attribute__((always_inline)) inline bool AllocationTable::Place(Slot* slots, u
 
 bool AllocationTable::PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick, const Slot& s,
                                   const Buckets& b) {
-  // A breadth-first search for the shortest path of blocks each of which can move to its other
-  // bucket, ending at an empty slot; then the blocks move from its end back, so every block is
-  // always in some slot. A bucket reached: from `parent` (an index in `reached`, -1 for the
-  // block's own two), by moving the block in the parent's slot `slot` here.
+  // Which of the two is searched first alternates, so neither fills first.
+  const bool second_first = (++*kick & 1) != 0;
+  const uint32_t start[2] = {second_first ? b.second : b.first, second_first ? b.first : b.second};
+  // One move first, in a tight loop: most paths at these loads are one block moved to its other
+  // bucket (85 % of searches on a Python run). Both of `s`'s buckets are full, so a block whose
+  // other bucket is the second of them finds no empty slot there: no path check is needed.
+  uint32_t others[2][kBucketSlots];
+  for (int i = 0; i < 2; ++i) {
+    Slot* const from = slots + uint64_t{start[i]} * kBucketSlots;
+    for (uint32_t j = 0; j < kBucketSlots; ++j) {
+      const uint32_t other = OtherBucket(SlotAddressOf(from[j]), start[i], buckets);
+      others[i][j] = other;
+      if (Slot* empty = Match(slots + uint64_t{other} * kBucketSlots, 0)) {
+        WriteSlot(*empty, from[j]);
+        WriteSlot(from[j], s);
+        return true;
+      }
+    }
+  }
+  // Else a breadth-first search, from the buckets one move away, for the shortest path of blocks
+  // each of which can move to its other bucket, ending at an empty slot; then the blocks move
+  // from its end back, so every block is always in some slot. A bucket reached: from `parent`
+  // (an index in `reached`, -1 for the block's own two), by moving the block in the parent's
+  // slot `slot` here.
   struct Reached {
     uint32_t bucket;
     int16_t parent;
@@ -93,16 +116,18 @@ bool AllocationTable::PlaceMoving(Slot* slots, uint32_t buckets, uint32_t* kick,
   };
   Reached reached[kMaxReached];
   int count = 0;
-  // Which of the two is searched first alternates, so neither fills first.
-  const bool second_first = (++*kick & 1) != 0;
-  reached[count++] = {second_first ? b.second : b.first, -1, 0};
-  reached[count++] = {second_first ? b.first : b.second, -1, 0};
-  for (int at = 0; at < count; ++at) {
+  reached[count++] = {start[0], -1, 0};
+  reached[count++] = {start[1], -1, 0};
+  for (int16_t i = 0; i < 2; ++i) {
+    for (uint32_t j = 0; j < kBucketSlots; ++j) {
+      reached[count++] = {others[i][j], i, static_cast<uint8_t>(j)};
+    }
+  }
+  for (int at = 2; at < count; ++at) {
     const uint32_t bucket = reached[at].bucket;
     for (uint32_t j = 0; j < kBucketSlots; ++j) {
-      const uint64_t victim_at = SlotAddressOf(slots[uint64_t{bucket} * kBucketSlots + j]);
-      const Buckets vb = BucketsOf(victim_at, Hash(victim_at), buckets);
-      const uint32_t other = vb.first == bucket ? vb.second : vb.first;
+      const uint32_t other =
+          OtherBucket(SlotAddressOf(slots[uint64_t{bucket} * kBucketSlots + j]), bucket, buckets);
       // A bucket already on this path would have a slot moved twice.
       bool on_path = false;
       for (int k = at; k >= 0 && !on_path; k = reached[k].parent) {

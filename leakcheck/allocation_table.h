@@ -3,9 +3,10 @@
 // lock per shard, so threads allocating at once rarely meet. Each shard is a bucketized cuckoo
 // hash table (buckets of 4 packed 24-byte slots, allocation_slot.h; each block in one of two
 // buckets its address picks) in mmap'ed memory (no malloc: the allocation hooks call it), kept
-// between 78 % and 95 % full: at 95 % it grows to 78 %, below 55 % it shrinks to 78 %, to any
-// number of whole pages (the bucket picked by multiply-shift, not a mask). So a live block costs
-// 26-31 bytes with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
+// between 78 % and 92 % full while its live set grows or holds: at 92 % it grows to 78 %, below
+// 55 % (after frees) it shrinks to 78 %, to any number of whole pages (the bucket picked by
+// multiply-shift, not a mask). So a live block costs 26-31 bytes, up to ~44 after most blocks
+// were freed, with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
 // insert into two full buckets moves the shortest chain of blocks a breadth-first search finds
 // to their other buckets (cuckoo hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
 // shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
@@ -141,9 +142,11 @@ class AllocationTable {
     const uint32_t second = static_cast<uint32_t>(((other >> 32) * buckets) >> 32);
     return second != first ? second : first + 1 == buckets ? 0 : first + 1;
   }
-  static Buckets BucketsOf(uint64_t slot_address, uint64_t hash, uint32_t buckets) {
-    const uint32_t first = FirstBucket(hash, buckets);
-    return {first, SecondBucket(slot_address, first, buckets)};
+  // The bucket other than `bucket` (one of its two) of the block whose slot address is
+  // `slot_address`: the second computed only if `bucket` is its first.
+  static uint32_t OtherBucket(uint64_t slot_address, uint32_t bucket, uint32_t buckets) {
+    const uint32_t first = FirstBucket(Hash(slot_address), buckets);
+    return first != bucket ? first : SecondBucket(slot_address, first, buckets);
   }
   // The shard of an address: a group chosen by its 64 MiB region, then a shard in the group by
   // its hash. glibc gives each thread's arena a 64 MiB-aligned heap of its own, so threads
