@@ -18,23 +18,26 @@ struct Entry {
   uint64_t fde;    // its address
 };
 
-// A header with `entries` in a search table of `table_encoding` (kPeDatarel | kPeSdata4, or
-// kPeSdata8 absolute), claiming `count` entries (the real number unless a test lies).
+// A header with a search table of `table_encoding` (kPeDatarel | kPeSdata4, or kPeSdata8
+// absolute) claiming `count` entries (the real number unless a test lies), room for `capacity`;
+// Write() puts the entries in.
 class Table {
  public:
-  Table(const std::vector<Entry>& entries, uint8_t table_encoding, uint32_t count)
-      : bytes_(16 + entries.size() * 16 + 64) {
+  Table(size_t capacity, uint8_t table_encoding, uint32_t count)
+      : bytes_(16 + capacity * 16 + 64), encoding_(table_encoding), count_(count) {}
+
+  void Write(const std::vector<Entry>& entries) {
     const uint64_t hdr = address();
     uint8_t* p = bytes_.data();
     p[0] = 1;
     p[1] = kPePcrel | kPeSdata4;  // eh_frame_ptr: not read by the search
     p[2] = kPeUdata4;
-    p[3] = table_encoding;
+    p[3] = encoding_;
     Put<int32_t>(p + 4, 0);
-    Put<uint32_t>(p + 8, count);
+    Put<uint32_t>(p + 8, count_);
     uint8_t* at = p + 12;
     for (const Entry& e : entries) {
-      if (table_encoding == (kPeDatarel | kPeSdata4)) {
+      if (encoding_ == (kPeDatarel | kPeSdata4)) {
         Put<int32_t>(at, static_cast<int32_t>(e.start - hdr));
         Put<int32_t>(at + 4, static_cast<int32_t>(e.fde - hdr));
         at += 8;
@@ -63,6 +66,8 @@ class Table {
     std::memcpy(at, &value, sizeof value);
   }
   std::vector<uint8_t> bytes_;
+  uint8_t encoding_;
+  uint32_t count_;
   uint64_t end_ = 0;
 };
 
@@ -88,11 +93,12 @@ std::vector<Entry> MadeUpEntries(uint64_t hdr, int n) {
 
 TEST(EhFrameHdr, BothEncodingsFindTheLastEntryAtOrBelowEveryPc) {
   for (int n : {1, 2, 3, 100, 4097}) {
-    // Near the heap, where the tables lie: a datarel table's offsets are 32-bit.
-    Table probe({}, kPeDatarel | kPeSdata4, 0);
-    const std::vector<Entry> entries = MadeUpEntries(probe.address(), n);
-    Table datarel(entries, kPeDatarel | kPeSdata4, static_cast<uint32_t>(n));
-    Table absolute(entries, kPeSdata8, static_cast<uint32_t>(n));
+    // Made from the datarel table's address: its offsets are 32-bit.
+    Table datarel(n, kPeDatarel | kPeSdata4, static_cast<uint32_t>(n));
+    const std::vector<Entry> entries = MadeUpEntries(datarel.address(), n);
+    datarel.Write(entries);
+    Table absolute(n, kPeSdata8, static_cast<uint32_t>(n));
+    absolute.Write(entries);
     int checked = 0;
     for (const Entry& e : entries) {
       for (uint64_t pc : {e.start - 1, e.start, e.start + 1}) {
@@ -110,9 +116,9 @@ TEST(EhFrameHdr, BothEncodingsFindTheLastEntryAtOrBelowEveryPc) {
 
 TEST(EhFrameHdr, ATableReadFromACopyIsSearchedAtTheTargetsAddresses) {
   // Another process's tables read from a copy: relative code addresses move by load_bias.
-  Table probe({}, kPeDatarel | kPeSdata4, 0);
-  const std::vector<Entry> entries = MadeUpEntries(probe.address(), 50);
-  Table datarel(entries, kPeDatarel | kPeSdata4, 50);
+  Table datarel(50, kPeDatarel | kPeSdata4, 50);
+  const std::vector<Entry> entries = MadeUpEntries(datarel.address(), 50);
+  datarel.Write(entries);
   const uint64_t bias = 0x7000000000;
   for (const Entry& e : entries) {
     EXPECT_EQ(FindFde(datarel.Section(bias), e.start + bias), e.fde);
@@ -121,14 +127,17 @@ TEST(EhFrameHdr, ATableReadFromACopyIsSearchedAtTheTargetsAddresses) {
 }
 
 TEST(EhFrameHdr, ACountPastTheSectionFindsNothing) {
-  Table probe({}, kPeDatarel | kPeSdata4, 0);
-  const std::vector<Entry> entries = MadeUpEntries(probe.address(), 10);
-  Table datarel(entries, kPeDatarel | kPeSdata4, 1000000);
+  Table datarel(10, kPeDatarel | kPeSdata4, 1000000);
+  const std::vector<Entry> entries = MadeUpEntries(datarel.address(), 10);
+  datarel.Write(entries);
   EXPECT_EQ(FindFde(datarel.Section(), entries[5].start), 0u);
-  Table absolute(entries, kPeSdata8, 1000000);
+  Table absolute(10, kPeSdata8, 1000000);
+  absolute.Write(entries);
   EXPECT_EQ(FindFde(absolute.Section(), entries[5].start), 0u);
-  Table honest(entries, kPeDatarel | kPeSdata4, 10);
-  EXPECT_EQ(FindFde(honest.Section(), entries[5].start), entries[5].fde);
+  Table honest(10, kPeDatarel | kPeSdata4, 10);
+  honest.Write(MadeUpEntries(honest.address(), 10));
+  EXPECT_EQ(FindFde(honest.Section(), MadeUpEntries(honest.address(), 10)[5].start),
+            MadeUpEntries(honest.address(), 10)[5].fde);
 }
 
 }  // namespace
