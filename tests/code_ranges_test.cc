@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
+#include <thread>
 
 #include "core/dl_find_object.h"
 #include "core/module_map.h"
 #include "fixtures/chain_lib.h"
 #include "stackwalk/stackwalk.h"
 #include "walk/native_walk.h"
+#include "writable_words.h"
 
 namespace stackwalk::internal {
 namespace {
@@ -36,7 +39,7 @@ extern "C" __attribute__((noinline)) int code_ranges_capture(void* arg) {
 bool RememberedAsCode(uint64_t pc) {
   const uint64_t tag = ModuleMap::Global().rebuild_count() + 1;
   for (const LastCodeRange& last : t_last_code.range) {
-    if (last.tag == tag && pc - last.lo < last.hi - last.lo) return true;
+    if (last.tag == tag && pc - ~last.inverted_lo < last.span) return true;
   }
   return false;
 }
@@ -67,6 +70,28 @@ TEST(CodeRanges, ALibraryLoadedSinceTheSnapshotIsRememberedAfterOneWalk) {
   ASSERT_EQ(c.n_warm, c.n_cold);
   for (int i = 1; i < c.n_cold; ++i) EXPECT_EQ(c.warm[i], c.cold[i]) << i;
   dlclose(lib);
+}
+
+// The ranges lie in the thread's static TLS, a root of the leak checker's scan, and outlive their
+// code (a JIT's unmapped pages, a dlclose'd object's segment, where large blocks are mapped next):
+// no word of the TLS block is a remembered range's start (counted with the ranges and without).
+TEST(CodeRanges, ARememberedRangesStartIsNotNamedInTheThreadsTls) {
+  std::thread([] {
+    void* pcs[kMax];
+    const int n = stackwalk_backtrace(pcs, kMax, STACKWALK_EHFRAME);
+    ASSERT_GE(n, 2);
+    const uint64_t tag = ModuleMap::Global().rebuild_count() + 1;
+    const uint64_t pc = reinterpret_cast<uintptr_t>(pcs[0]);
+    uint64_t lo = 0;
+    for (const LastCodeRange& last : t_last_code.range) {
+      if (last.tag == tag && pc - ~last.inverted_lo < last.span) lo = ~last.inverted_lo;
+    }
+    ASSERT_NE(lo, 0u) << "the walk remembered no range holding its first frame";
+    const auto* libstackwalk = reinterpret_cast<const void*>(&stackwalk_backtrace);
+    const size_t with_ranges = stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, lo);
+    std::memset(static_cast<void*>(&t_last_code), 0, sizeof t_last_code);  // this thread's
+    EXPECT_EQ(stackwalk::testing::ThreadTlsWordsEqualTo(libstackwalk, lo), with_ranges);
+  }).join();
 }
 
 }  // namespace

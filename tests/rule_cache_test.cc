@@ -191,6 +191,43 @@ TEST(RuleCache, AThreadWhoseReturnAddressesFitHasNoSecondLevel) {
   }).join();
 }
 
+TEST(RuleCache, ARuleMovedUpLeavesNoEntryALookupOfPcZeroFinds) {
+  // A walk from a call through a null function pointer looks up pc 0. A rule moved up from the
+  // second level's first slots must leave them empty, not a pc of 0 under a live tag.
+  std::thread([] {
+    RuleCache* cache = RuleCache::Acquire();
+    ASSERT_NE(cache, nullptr);
+    cache->Clear();
+    constexpr uint64_t kGeneration = 4;
+    for (uint64_t pc : ScatteredPcs(3 * RuleCache::kEntries, 0x9e3779b97f4a7c15ull)) {
+      cache->Insert(pc, kGeneration, CompactRule::EndOfStack());
+    }
+    ASSERT_TRUE(cache->has_second_level());
+    // A rule whose second-level slot is 0, in the first level; then its slot pair there taken
+    // by made-up rules, which evict it down.
+    uint64_t pc = 0x400000;
+    while (RuleCache::SecondSlot(pc) != 0) pc += 0x10;
+    CompactRule rule = CompactRule::Cfa(CompactRule::Kind::kCfaSp, 4000);
+    rule.ra_offset = -8;
+    cache->Insert(pc, kGeneration, rule);
+    int placed = 0;
+    for (uint64_t fake = 0x900000; placed < 4; fake += 0x10) {
+      const uint32_t slot = RuleCache::Slot(fake);
+      if (slot != RuleCache::Slot(pc) && slot != (RuleCache::Slot(pc) ^ 1)) continue;
+      if (fake == pc) continue;
+      cache->Insert(fake, kGeneration, CompactRule::EndOfStack());
+      ++placed;
+    }
+    const uint64_t tag = cache->Tag(kGeneration);
+    ASSERT_EQ(cache->FindTagged(pc, tag), nullptr) << "still in the first level";
+    const CompactRule* up = cache->FindSecond(pc, tag);
+    ASSERT_NE(up, nullptr) << "not in the second level";
+    EXPECT_EQ(up->cfa_offset, 4000);
+    EXPECT_EQ(cache->Find(0, kGeneration), nullptr);
+    cache->Release();
+  }).join();
+}
+
 // The architecture's unwind tables: .ARM.exidx on arm32, CFI elsewhere.
 #if defined(__arm__)
 constexpr stackwalk_method kTables = STACKWALK_EXIDX;

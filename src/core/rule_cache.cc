@@ -109,7 +109,8 @@ void RuleCache::PutSecond(const Entry& entry) {
 }
 
 const CompactRule* RuleCache::FindSecond(uint64_t pc, uint64_t tag) {
-  if (second_ == nullptr) return nullptr;
+  // pc 0 is an empty slot's (a walk from a call through a null pointer looks it up).
+  if (second_ == nullptr || pc == 0) return nullptr;
   const uint32_t slot = SecondSlot(pc);
   Entry* found = &second_[slot];
   if (found->pc != pc || found->tag != tag) {
@@ -119,7 +120,7 @@ const CompactRule* RuleCache::FindSecond(uint64_t pc, uint64_t tag) {
   ++second_hits_;
   // Up into the first level; a live entry it takes the place of goes down.
   const Entry up = *found;
-  found->pc = 0;
+  *found = Entry{};  // empty: no pc, no tag (a pc of 0 with a live tag would match a lookup of 0)
   Entry* to = FirstLevelSlot(pc, tag);
   if (to->pc != pc && to->tag == tag && to->pc != 0) PutSecond(*to);
   *to = up;

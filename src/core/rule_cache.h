@@ -78,10 +78,14 @@ class RuleCache {
   // Whether this table has a second level, and how many lookups it served (tests, tuning).
   bool has_second_level() const { return second_ != nullptr; }
   uint64_t second_level_hits() const { return second_hits_; }
-  // The first level's slot of a lookup pc (tests: entries that take each other's place).
+  // The first and the second level's slots of a lookup pc (tests: entries that take each
+  // other's place).
   static uint32_t Slot(uint64_t pc) {
     // Fibonacci hashing spreads the return addresses of neighbouring call sites.
     return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 52) & (kEntries - 1);
+  }
+  static uint32_t SecondSlot(uint64_t pc) {
+    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 49) & (kSecondEntries - 1);
   }
 
   // An entry's validity: the module map generation and the table's clear count. After 2^16
@@ -127,9 +131,6 @@ class RuleCache {
   __attribute__((tls_model("initial-exec"))) inline static thread_local bool busy_ = false;
   inline static RuleCache* tables_[kMaxTables] = {};  // set before slot i is handed out
 
-  static uint32_t SecondSlot(uint64_t pc) {
-    return static_cast<uint32_t>((pc * 0x9e3779b97f4a7c15ull) >> 49) & (kSecondEntries - 1);
-  }
   // Where pc's entry goes in the first level: its slot, or the neighbour if that one is free,
   // stale or pc's; else the slot, whose entry is evicted.
   Entry* FirstLevelSlot(uint64_t pc, uint64_t tag) {

@@ -36,8 +36,8 @@ void Remember(Ranges& ranges, uint64_t generation, Fill fill) {
 
 void RememberCode(uint64_t lo, uint64_t hi, uint64_t generation) {
   Remember(t_last_code, generation, [&](LastCodeRange& r) {
-    r.lo = lo;
-    r.hi = hi;
+    r.inverted_lo = ~lo;
+    r.span = hi - lo;
   });
 }
 
@@ -149,9 +149,9 @@ CodeSpan RememberedCodeSpan(uint64_t pc, uint64_t tag) {
   for (const LastCodeRange& r : t_last_code.range) {
     const uint64_t before = r.tag;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    const uint64_t lo = r.lo, hi = r.hi;
+    const uint64_t lo = ~r.inverted_lo, span = r.span;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (before == tag && r.tag == tag && pc - lo < hi - lo) return CodeSpan{lo, hi - lo};
+    if (before == tag && r.tag == tag && pc - lo < span) return CodeSpan{lo, span};
   }
   return CodeSpan{0, 0};
 }

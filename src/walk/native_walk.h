@@ -21,11 +21,13 @@ namespace stackwalk::internal {
 // segment; for a library loaded since the snapshot, the whole object glibc found), each tagged
 // with the module map generation it came from plus one (0: empty). A walk from an allocation hook crosses
 // the checker, the program and libc, so one remembered range missed twice a walk; four do not.
-// Trivial, so that StepEnv::IsCode reads it inline.
+// Trivial, so that StepEnv::IsCode reads it inline. The start is kept inverted: static TLS is a
+// root of the leak checker's scan, and a range outlives its code (a JIT's unmapped pages, a
+// dlclose'd object's segment), where the large blocks mapped next lie.
 struct LastCodeRange {
   uint64_t tag;
-  uint64_t lo;
-  uint64_t hi;
+  uint64_t inverted_lo;  // ~lo
+  uint64_t span;         // hi - lo
 };
 struct LastCodeRanges {
   static constexpr int kCount = 4;
@@ -60,9 +62,9 @@ class StepEnv {
   bool IsCode(uint64_t pc) const {
     const uint64_t tag = Generation() + 1;
     const LastCodeRange* hit = last_hit_;
-    if (hit != nullptr && hit->tag == tag && pc - hit->lo < hit->hi - hit->lo) return true;
+    if (hit != nullptr && hit->tag == tag && pc - ~hit->inverted_lo < hit->span) return true;
     for (const LastCodeRange& last : t_last_code.range) {
-      if (last.tag == tag && pc - last.lo < last.hi - last.lo) {
+      if (last.tag == tag && pc - ~last.inverted_lo < last.span) {
         last_hit_ = &last;
         return true;
       }
