@@ -85,6 +85,19 @@ TEST(RuleCache, ClearEmptiesTheThreadsTable) {
   cache->Release();
 }
 
+// Pseudo-random lookup pcs scattered over 64 MiB of code (a fixed xorshift sequence).
+std::vector<uint64_t> ScatteredPcs(int n, uint64_t seed) {
+  std::vector<uint64_t> pcs;
+  uint64_t x = seed;
+  for (int i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    pcs.push_back(0x7f0000000000 + (x & ((uint64_t{1} << 26) - 1)));
+  }
+  return pcs;
+}
+
 TEST(RuleCache, KeepsTheRulesOfThousandsOfReturnAddresses) {
   // A compiler's allocation stacks cross thousands of distinct return addresses; a table of
   // 1,024 entries kept at most 1,024 of them and missed on the rest at every walk. 3,000
@@ -95,14 +108,7 @@ TEST(RuleCache, KeepsTheRulesOfThousandsOfReturnAddresses) {
   cache->Clear();
   constexpr int kPcs = 3000;
   constexpr uint64_t kGeneration = 5;
-  uint64_t pcs[kPcs];
-  uint64_t x = 0x2545f4914f6cdd1dull;
-  for (uint64_t& pc : pcs) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    pc = 0x7f0000000000 + (x & ((uint64_t{1} << 26) - 1));
-  }
+  const std::vector<uint64_t> pcs = ScatteredPcs(kPcs, 0x2545f4914f6cdd1dull);
   for (int i = 0; i < kPcs; ++i) {
     CompactRule rule = CompactRule::Cfa(CompactRule::Kind::kCfaSp, 8 * (i + 1));
     rule.ra_offset = -8;
@@ -119,19 +125,6 @@ TEST(RuleCache, KeepsTheRulesOfThousandsOfReturnAddresses) {
   cache->Clear();
   EXPECT_EQ(cache->Find(pcs[kPcs - 1], kGeneration), nullptr) << "Clear() must forget them";
   cache->Release();
-}
-
-// Pseudo-random lookup pcs scattered over 64 MiB of code (a fixed xorshift sequence).
-std::vector<uint64_t> ScatteredPcs(int n, uint64_t seed) {
-  std::vector<uint64_t> pcs;
-  uint64_t x = seed;
-  for (int i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    pcs.push_back(0x7f0000000000 + (x & ((uint64_t{1} << 26) - 1)));
-  }
-  return pcs;
 }
 
 TEST(RuleCache, ASecondLevelKeepsWhatTheFirstEvictsOnceAThreadChurns) {
