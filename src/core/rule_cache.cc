@@ -98,14 +98,7 @@ void RuleCache::Evict(const Entry& entry) {
 }
 
 void RuleCache::PutSecond(const Entry& entry) {
-  // Into its slot or the neighbour, whichever is free, stale or its own; else over the slot's.
-  const uint32_t slot = SecondSlot(entry.pc);
-  Entry* to = &second_[slot];
-  if (to->pc != entry.pc && to->tag == entry.tag && to->pc != 0) {
-    Entry* other = &second_[slot ^ 1];
-    if (other->pc == 0 || other->pc == entry.pc || other->tag != entry.tag) to = other;
-  }
-  *to = entry;
+  *PlaceIn(second_, SecondSlot(entry.pc), entry.pc, entry.tag) = entry;
 }
 
 const CompactRule* RuleCache::FindSecond(uint64_t pc, uint64_t tag) {

@@ -131,17 +131,17 @@ class RuleCache {
   __attribute__((tls_model("initial-exec"))) inline static thread_local bool busy_ = false;
   inline static RuleCache* tables_[kMaxTables] = {};  // set before slot i is handed out
 
-  // Where pc's entry goes in the first level: its slot, or the neighbour if that one is free,
-  // stale or pc's; else the slot, whose entry is evicted.
-  Entry* FirstLevelSlot(uint64_t pc, uint64_t tag) {
-    const uint32_t slot = Slot(pc);
-    Entry* e = &entries_[slot];
+  // Where pc's entry goes in a level (`table`, pc's slot there): the slot, or the neighbour if
+  // that one is free, stale or pc's; else the slot, whose entry is evicted.
+  static Entry* PlaceIn(Entry* table, uint32_t slot, uint64_t pc, uint64_t tag) {
+    Entry* e = &table[slot];
     if (e->pc != pc && e->tag == tag && e->pc != 0) {
-      Entry* other = &entries_[slot ^ 1];
+      Entry* other = &table[slot ^ 1];
       if (other->pc == 0 || other->pc == pc || other->tag != tag) e = other;
     }
     return e;
   }
+  Entry* FirstLevelSlot(uint64_t pc, uint64_t tag) { return PlaceIn(entries_, Slot(pc), pc, tag); }
   // A live entry leaves the first level: into the second, which is made once kEntries have left.
   void Evict(const Entry& entry);
   void PutSecond(const Entry& entry);  // into the second level, which exists
