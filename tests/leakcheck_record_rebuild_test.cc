@@ -43,7 +43,7 @@ void PrintTo(const Stop& stop, std::ostream* out) { *out << stop.name; }
 
 // A rebuild of a shard holding at least this many blocks: one well into the run, not a first.
 constexpr uint64_t kOldLive = 1000;
-constexpr uint64_t kBase = 0x7000000000;
+constexpr uint64_t kBase = sizeof(uintptr_t) == 8 ? 0x7000000000 : 0x70000000;  // arm32 too
 
 uint64_t BlockAddress(uint64_t i) { return kBase + i * 64; }
 uint64_t BlockSize(uint64_t i) { return 100 + i % 7; }
