@@ -125,26 +125,29 @@ TEST(LeakcheckChecks, WithoutACheckerTheApiSaysSo) {
 // The checking thread's stack is a root from the program's call of the API up: the checker's
 // frames between it and the check, laid where the program's dead frames were, would otherwise
 // read a dropped block's address left there as a reference.
+// The fixture's `what`, preloaded (under the launcher) or with the in-process checker started.
+std::string RunFixture(const std::string& what, bool preloaded) {
+  const std::string launcher = std::string(STACKWALK_LEAKCHECK) + " --output /dev/null ";
+  return Output((preloaded ? launcher : "") + kChecks + " " + what +
+                (preloaded ? " preload" : " inprocess") + " 2>&1");
+}
+
 TEST(LeakcheckChecks, PreloadedCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(std::string(STACKWALK_LEAKCHECK) + " --output /dev/null " + kChecks +
-                   " stale preload 2>&1"),
-            "stale check 0: leak found\n");
+  EXPECT_EQ(RunFixture("stale", true), "stale check 0: leak found\n");
 }
 
 TEST(LeakcheckChecks, InProcessCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(kChecks + " stale inprocess 2>&1"), "stale check 0: leak found\n");
+  EXPECT_EQ(RunFixture("stale", false), "stale check 0: leak found\n");
 }
 
 // CheckLeaks() over the C API: preloaded, its frame (the in-process library's) lies between the
 // program's and the C API's entry (the preloaded library's), over the program's dead frames.
 TEST(LeakcheckChecks, PreloadedCxxCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(std::string(STACKWALK_LEAKCHECK) + " --output /dev/null " + kChecks +
-                   " stale_cxx preload 2>&1"),
-            "stale check OK: leak found\n");
+  EXPECT_EQ(RunFixture("stale_cxx", true), "stale check OK: leak found\n");
 }
 
 TEST(LeakcheckChecks, InProcessCxxCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(kChecks + " stale_cxx inprocess 2>&1"), "stale check OK: leak found\n");
+  EXPECT_EQ(RunFixture("stale_cxx", false), "stale check OK: leak found\n");
 }
 
 // The periodic checker's thread is the checker's alone, but runs the program's listeners: the next
