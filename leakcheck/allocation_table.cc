@@ -60,6 +60,8 @@ __attribute__((always_inline)) inline Slot* Match(Slot* bucket, uint64_t at) {
   return nullptr;
 }
 
+std::atomic<AllocationTable::RebuildProbe> g_rebuild_probe{nullptr};
+
 uint64_t PageSize() {
   static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return page;
@@ -161,6 +163,8 @@ bool AllocationTable::Resize(Shard& shard, uint64_t live) {
   uint64_t bytes =
       ((want + kBucketSlots - 1) / kBucketSlots * kBucketBytes + page - 1) / page * page;
   const uint64_t old_slots = uint64_t{shard.buckets} * kBucketSlots;
+  const RebuildProbe probe = g_rebuild_probe.load(std::memory_order_relaxed);
+  const uint64_t old_live = shard.live.load(std::memory_order_relaxed);
   for (;;) {
     const uint64_t buckets = bytes / kBucketBytes;
     if (buckets > UINT32_MAX) return false;
@@ -170,21 +174,29 @@ bool AllocationTable::Resize(Shard& shard, uint64_t live) {
     void* mem = RecordMap(bytes, record::kAllocationSlots);
     if (mem == nullptr) return false;
     auto* slots = static_cast<Slot*>(mem);  // zeroed: every slot empty
+    if (probe != nullptr) probe(RebuildStep::kListed, 0, old_live);
     bool placed = true;
+    uint64_t copied = 0;
     for (uint64_t i = 0; i < old_slots && placed; ++i) {
       const Slot& s = shard.slots[i];
       const uint64_t at = SlotAddressOf(s);
       if (at == 0) continue;
       placed = Place(slots, static_cast<uint32_t>(buckets), &shard.kick, s, at, Hash(at));
+      ++copied;
+      if (probe != nullptr && placed) probe(RebuildStep::kCopied, copied, old_live);
     }
     if (!placed) {  // no cuckoo path for some block (rare): try a little larger
       RecordUnmap(mem, bytes);
       bytes += (bytes / 8 + page - 1) / page * page;
       continue;
     }
+    // The old slots are retired only now, every block in the new ones: a program killed at any
+    // instant of the rebuild leaves each block in at least one listed table, and the reader takes
+    // a block listed twice once (record_format.h).
     if (shard.slots != nullptr) {
       RecordUnmap(shard.slots, shard.mapped);
       table_bytes_.fetch_sub(shard.mapped, std::memory_order_relaxed);
+      if (probe != nullptr) probe(RebuildStep::kRetired, copied, old_live);
     }
     shard.slots = slots;
     shard.buckets = static_cast<uint32_t>(buckets);
@@ -361,6 +373,10 @@ void AllocationTable::Clear() {
     shard.live.store(0, std::memory_order_relaxed);
     shard.bytes.store(0, std::memory_order_relaxed);
   }
+}
+
+void AllocationTable::SetRebuildProbe(RebuildProbe probe) {
+  g_rebuild_probe.store(probe, std::memory_order_relaxed);
 }
 
 void AllocationTable::LockAll() {

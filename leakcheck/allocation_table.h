@@ -110,6 +110,15 @@ class AllocationTable {
   void LockAll();    // around fork()
   void UnlockAll();
 
+  // A test's look into a shard's rebuild (Resize), so it can stop the program at any of its
+  // instants and read the record region as the launcher would (a kill mid-rebuild): called, when
+  // set, once the new slots are listed in the region (kListed, none copied yet), after each block
+  // copied into them (kCopied), and once the old slots are retired (kRetired), with the blocks
+  // copied so far and the old slots' live count. Null in the checker: one load a rebuild.
+  enum class RebuildStep { kListed, kCopied, kRetired };
+  using RebuildProbe = void (*)(RebuildStep step, uint64_t copied, uint64_t live);
+  static void SetRebuildProbe(RebuildProbe probe);
+
  private:
   using Slot = record::AllocationSlot;
   static constexpr uint32_t kBucketSlots = 4;

@@ -97,8 +97,11 @@ constexpr uint64_t kHeaderBytes = (sizeof(Header) + 4095) & ~uint64_t{4095};
 //   word[1]: size in bytes (bits 0-39), stack id (bits 40-63)
 //   word[2]: sequence number (bits 0-58), thread serial bits 19-21 (bits 59-61), ignored (bit 62:
 //            IgnoreObject), reported (bit 63: a check returned it)
-// (allocation_slot.h packs and unpacks it.) A block the program died moving (a slot written as it
-// is read) may be listed twice: the reader keeps the copy with the higher sequence number.
+// (allocation_slot.h packs and unpacks it.) A block is never unlisted while live, but may be
+// listed twice: in the old slots and the new of a shard the program died rebuilding (the new are
+// listed before the first block is copied, the old retired after the last), or in two slots of one
+// table when it died moving the block along a cuckoo path (copied before its old slot is
+// overwritten). The reader takes each address once, the copy with the higher sequence number.
 struct AllocationSlot {
   uint64_t word[3];
 };

@@ -3,8 +3,8 @@
 // leak once, with its PCs, named frames (the LEAK-SITE line) and thread; ignored blocks never
 // appear; listeners see every check; the C form with a too-small buffer says how many records it
 // found and returns the rest next time; --check-interval appends a report per check; the
-// checker's frames between the program's and the check (the API's, the periodic checker's) are
-// never roots.
+// checker's frames between the program's and the check (the API's, CheckLeaks()' over the
+// preloaded C API, the preloaded _exit's, the periodic checker's) are never roots.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -125,14 +125,29 @@ TEST(LeakcheckChecks, WithoutACheckerTheApiSaysSo) {
 // The checking thread's stack is a root from the program's call of the API up: the checker's
 // frames between it and the check, laid where the program's dead frames were, would otherwise
 // read a dropped block's address left there as a reference.
+// The fixture's `what`, preloaded (under the launcher) or with the in-process checker started.
+std::string RunFixture(const std::string& what, bool preloaded) {
+  const std::string launcher = std::string(STACKWALK_LEAKCHECK) + " --output /dev/null ";
+  return Output((preloaded ? launcher : "") + kChecks + " " + what +
+                (preloaded ? " preload" : " inprocess") + " 2>&1");
+}
+
 TEST(LeakcheckChecks, PreloadedCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(std::string(STACKWALK_LEAKCHECK) + " --output /dev/null " + kChecks +
-                   " stale preload 2>&1"),
-            "stale check 0: leak found\n");
+  EXPECT_EQ(RunFixture("stale", true), "stale check 0: leak found\n");
 }
 
 TEST(LeakcheckChecks, InProcessCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
-  EXPECT_EQ(Output(kChecks + " stale inprocess 2>&1"), "stale check 0: leak found\n");
+  EXPECT_EQ(RunFixture("stale", false), "stale check 0: leak found\n");
+}
+
+// CheckLeaks() over the C API: preloaded, its frame (the in-process library's) lies between the
+// program's and the C API's entry (the preloaded library's), over the program's dead frames.
+TEST(LeakcheckChecks, PreloadedCxxCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
+  EXPECT_EQ(RunFixture("stale_cxx", true), "stale check OK: leak found\n");
+}
+
+TEST(LeakcheckChecks, InProcessCxxCheckReadsNoDeadFrameOfTheProgramUnderItsOwn) {
+  EXPECT_EQ(RunFixture("stale_cxx", false), "stale check OK: leak found\n");
 }
 
 // The periodic checker's thread is the checker's alone, but runs the program's listeners: the next
@@ -166,6 +181,21 @@ std::vector<std::string> Reports(const std::string& text) {
 bool HasLeak(const std::string& report, int bytes) {
   return std::regex_search(report,
                            std::regex("[Ll]eak of " + std::to_string(bytes) + " byte\\(s\\)"));
+}
+
+// _exit's own frames (the preloaded library's) lie between the program's and the exit report's.
+TEST(LeakcheckChecks, ExitReportReadsNoDeadFrameOfTheProgramUnderExitsOwn) {
+  const std::string report =
+      ::testing::TempDir() + "stale_exit." + std::to_string(getpid()) + ".txt";
+  std::remove(report.c_str());
+  const std::string out = Output(std::string(STACKWALK_LEAKCHECK) + " --output " + report + " " +
+                                 kChecks + " stale_exit preload 2>&1");
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(report.c_str());
+  EXPECT_NE(text.str().find("leaks at exit (report"), std::string::npos) << out << text.str();
+  EXPECT_TRUE(HasLeak(text.str(), 6004)) << text.str();
 }
 
 // The fixture leaks once per check and waits for the next (a listener counts them): each leak is

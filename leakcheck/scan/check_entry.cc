@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include <initializer_list>
+
 #include "core/dl_find_object.h"
 #include "stackwalk/cursor.h"
 
@@ -27,6 +29,30 @@ bool InTheCheckersObject(uint64_t pc) {
          internal::FindObjectByGlibc(pc - 1, &there) && here.map_start == there.map_start;
 }
 
+// The checker's libraries, by file name: the preloaded one and the in-process one. Preloaded,
+// the in-process library's C++ API (CheckLeaks, Report) calls the preloaded library's C entry
+// points, and the preloaded _exit calls the exit report: a caller of the entry point in either
+// library is the checker's too, its frame laid over the program's dead ones like the entry
+// point's. By name: the two are different objects, each with its own CheckEntry of its own
+// build, and only the name says what the other is.
+bool InACheckerLibrary(uint64_t pc) {
+  internal::GlibcObject object;
+  if (!internal::FindObjectByGlibc(pc - 1, &object) || object.path == nullptr) return false;
+  const char* slash = strrchr(object.path, '/');
+  const char* name = slash != nullptr ? slash + 1 : object.path;
+  for (const char* library : {"libstackwalk_leakcheck.so", "libstackwalk_leakcheck_inprocess.so"}) {
+    const size_t length = strlen(library);
+    // A version suffix (".so.1") is the same library.
+    if (strncmp(name, library, length) == 0 && (name[length] == '\0' || name[length] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The most callers in the checker's libraries stepped over (the C++ API's wrapper, _exit's two).
+constexpr int kMaxCheckerCallers = 4;
+
 }  // namespace
 
 __attribute__((noinline)) CheckEntry::CheckEntry()
@@ -37,11 +63,20 @@ __attribute__((noinline)) CheckEntry::CheckEntry()
   memset(program_registers_, 0, sizeof program_registers_);
   getcontext(&context_);
   if (!outermost_) return;
-  // Two frames up (this constructor, the entry point): the program's. Its SP ends the checker's
-  // part of the stack; the entry point's frame, alignment padding and all, lies below it.
+  // Two frames up (this constructor, the entry point): the program's, unless the entry point's
+  // caller is in a checker library too, and then the first caller above that is not. Its SP ends
+  // the checker's part of the stack; the entry point's frame (and its callers' in the checker),
+  // alignment padding and all, lies below it.
   Cursor cursor = Cursor::Here();
   if (cursor.ok() && cursor.Step() && InTheCheckersObject(cursor.pc()) && cursor.Step() &&
       cursor.sp() > limit_ && cursor.sp() - limit_ <= kMaxEntryFrame) {
+    for (int i = 0; i < kMaxCheckerCallers && InACheckerLibrary(cursor.pc()); ++i) {
+      Cursor caller = cursor;  // a step that fails leaves the limit where it was: more is read
+      if (!caller.Step() || caller.sp() <= cursor.sp() || caller.sp() - limit_ > kMaxEntryFrame) {
+        break;
+      }
+      cursor = caller;
+    }
     for (size_t reg = 0; reg < kCallerRegisterWords; ++reg) {
       uint64_t value = 0;
       if (cursor.GetRegister(static_cast<int>(reg), &value)) {

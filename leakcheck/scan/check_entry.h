@@ -1,12 +1,13 @@
 // CheckEntry: where the program's part of the checking thread's stack ends. A check run while one
 // is alive on its thread reads that thread's stack from the program's frame that called the entry
 // point up, and the program's registers as they were at that call; not the checker's frames in
-// between (the entry point's own included), laid over the program's dead frames: their unwritten
-// slots hold the program's stale words, and stale copies of block addresses from earlier checks
-// (a leak would pass for reachable). Declare one first thing at every entry point of the checker
-// that leads to RunCheck: the public API's functions, the exit report, the checker's own threads'
-// mains. Without one, RunCheck's own frame is the limit. Not copyable; nests (the outermost
-// counts).
+// between (the entry point's own included, and its callers in a checker library, known by file
+// name: the in-process library's CheckLeaks over the preloaded C API, the preloaded _exit over
+// the exit report), laid over the program's dead frames: their unwritten slots hold the
+// program's stale words, and stale copies of block addresses from earlier checks (a leak would
+// pass for reachable). Declare one first thing at every entry point of the checker that leads to
+// RunCheck: the public API's functions, the exit report, the checker's own threads' mains.
+// Without one, RunCheck's own frame is the limit. Not copyable; nests (the outermost counts).
 #ifndef STACKWALK_LEAKCHECK_SCAN_CHECK_ENTRY_H_
 #define STACKWALK_LEAKCHECK_SCAN_CHECK_ENTRY_H_
 
