@@ -5,6 +5,8 @@
 #   - repository paths inside `backticks` and in fenced code blocks: a word starting with one of
 #     the repository's top folders (src/, include/, leakcheck/, tools/, tests/, ...) or ./scripts/,
 #     with a :line[:column] suffix dropped; {a,b} alternatives and * globs must each match a file.
+# Also fails on a line left by a merge conflict (<<<<<<< , =======, >>>>>>> ), which a page can
+# carry into a commit unnoticed.
 # A name directly followed by <!-- verify-after-merge --> (a name another branch is creating or
 # moving) is skipped.
 # Usage: tests/docs_links_test.sh [REPOSITORY_ROOT]   (default: the folder above this script)
@@ -21,6 +23,7 @@ path_word = re.compile(r'(?<![\w./-])(?:\./)?((?:' + '|'.join(re.escape(t) for t
                        r')/[\w.*{},+/-]*)')
 link = re.compile(r'\]\(([^)\s]+)\)')
 code_span = re.compile(r'`([^`]+)`')
+conflict = re.compile(r'^(<{7} |={7}$|>{7} )')
 
 def expand(pattern):
     m = re.search(r'\{([^{}]*)\}', pattern)
@@ -51,6 +54,9 @@ for page in pages:
     base = os.path.dirname(page)
     in_fence = False
     for number, line in enumerate(open(page, encoding='utf-8'), 1):
+        if conflict.match(line.rstrip('\n')):
+            print(f'{rel}:{number}: a merge conflict marker')
+            bad += 1
         if line.lstrip().startswith('```'):
             in_fence = not in_fence
             continue
