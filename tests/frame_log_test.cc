@@ -6,142 +6,31 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 #include "core/rule_cache.h"
+#include "logged_stacks.h"
 #include "stackwalk/capture.h"
 #include "stackwalk/stackwalk.h"
 
-namespace stackwalk::internal {
-namespace {
 
-constexpr int kMax = 64;
-
-struct Trace {
-  void* pcs[kMax];
-  int n = 0;
-};
-
-// Frames either log served: the CFI walk's FrameLog or the frame-pointer walk's FpChainLog.
-uint64_t ReplayedSoFar() {
-  RuleCache* cache = RuleCache::Acquire();
-  uint64_t n = cache != nullptr ? cache->log().replayed_frames() + cache->fp_log().replayed() : 0;
-  if (cache != nullptr) cache->Release();
-  return n;
-}
-
-uint64_t MatchesSoFar() {
-  RuleCache* cache = RuleCache::Acquire();
-  uint64_t n = cache != nullptr ? cache->log().matches() : 0;
-  if (cache != nullptr) cache->Release();
-  return n;
-}
-
-}  // namespace
-}  // namespace stackwalk::internal
-
-using stackwalk::internal::MatchesSoFar;
-using stackwalk::internal::ReplayedSoFar;
-using stackwalk::internal::Trace;
-
-// The method under test: the CFI walk, alone or within AUTO, keeps the log.
-static stackwalk_method g_method = STACKWALK_EHFRAME;
-
-extern "C" {
-__attribute__((noinline)) void log_leaf(Trace* t) {
-  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
-  __asm__ volatile("" ::: "memory");
-}
-// Two callers with identical frames: log_leaf's frame gets the same (pc, sp) under both.
-__attribute__((noinline)) void log_via_a(Trace* t) {
-  volatile char pad[32] = {};
-  log_leaf(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_via_b(Trace* t) {
-  volatile char pad[32] = {};
-  log_leaf(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-
-// A stack that differs in one middle frame: outer frames, then mid_a or mid_b (same layout),
-// then the same inner frames. log_inner's frame has the same (pc, sp, fp) under both; its
-// return-address slot tells them apart.
-__attribute__((noinline)) void log_inner(Trace* t) {
-  volatile char pad[16] = {};
-  log_leaf(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_mid_a(Trace* t) {
-  volatile char pad[16] = {};
-  log_inner(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_mid_b(Trace* t) {
-  volatile char pad[16] = {};
-  log_inner(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_outer2(void (*mid)(Trace*), Trace* t) {
-  volatile char pad[16] = {};
-  mid(t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_outer1(void (*mid)(Trace*), Trace* t) {
-  volatile char pad[16] = {};
-  log_outer2(mid, t);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_through_a(Trace* t) {
-  log_outer1(log_mid_a, t);
-  __asm__ volatile("" ::: "memory");  // not a tail call: RunBoth stays frame 7
-}
-__attribute__((noinline)) void log_through_b(Trace* t) {
-  log_outer1(log_mid_b, t);
-  __asm__ volatile("" ::: "memory");
-}
-}
-
-// Runs seq[i] for each i twice from one call site, so that traces differ only by what seq does:
-// first as usual into `cached`, then while holding the thread's cache into `reference`, where
-// every capture is uncached and unlogged (as in a nested signal handler). `replayed_by_last` is
-// what the log served in the last cached capture.
-// One call site for every capture of both passes.
-__attribute__((noinline)) static void Invoke(void (*fn)(Trace*), Trace* t) {
-  fn(t);
-  __asm__ volatile("" ::: "memory");
-}
-
+// The log tests' view of RunBoth: what the log replayed in the last capture, and what each
+// capture matched.
 static void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* reference,
                     uint64_t* replayed_by_last, uint64_t* matched = nullptr) {
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int i = 0; i < n; ++i) {
-      stackwalk::internal::RuleCache* hold =
-          pass == 1 ? stackwalk::internal::RuleCache::Acquire() : nullptr;
-      uint64_t before = ReplayedSoFar();
-      uint64_t matches_before = MatchesSoFar();
-      Invoke(seq[i], pass == 0 ? &cached[i] : &reference[i]);
-      if (pass == 0) *replayed_by_last = ReplayedSoFar() - before;
-      if (pass == 0 && matched != nullptr) matched[i] = MatchesSoFar() - matches_before;
-      if (hold != nullptr) hold->Release();
-    }
-  }
-}
-
-// Frame `run_both_frame` is RunBoth's call of Invoke, which the compiler may place twice (once
-// per pass).
-static void ExpectSame(const Trace* cached, const Trace* reference, int n, int run_both_frame = 3) {
-  for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(cached[i].n, reference[i].n) << i;
-    ASSERT_GT(cached[i].n, 4);
-    for (int k = 1; k < cached[i].n; ++k) {
-      if (k != run_both_frame) EXPECT_EQ(cached[i].pcs[k], reference[i].pcs[k]) << i << " " << k;
-    }
-  }
+  std::vector<Served> served(static_cast<size_t>(n));
+  RunBoth(seq, n, cached, reference, served.data());
+  *replayed_by_last = served[static_cast<size_t>(n - 1)].replayed;
+  for (int i = 0; matched != nullptr && i < n; ++i) matched[i] = served[static_cast<size_t>(i)].matched;
 }
 
 class FrameLog : public ::testing::TestWithParam<stackwalk_method> {
  protected:
-  void SetUp() override { g_method = GetParam(); }
+  void SetUp() override {
+    g_method = GetParam();
+    // The log, not the frame cache, whatever the thread's earlier walks chose.
+    ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(false));
+  }
 };
 
 TEST_P(FrameLog, RepeatedCapturesReplayAndStayExact) {
@@ -202,21 +91,6 @@ TEST_P(FrameLog, ARepeatedCaptureReplaysFromItsFirstFrame) {
   EXPECT_EQ(matched[3], 1u);
 }
 
-extern "C" {
-// Two capture sites with one layout, called from one call site: the capture's frame has the
-// same (pc, sp) under both, and only its return-address slot tells them apart.
-__attribute__((noinline)) void log_leaf_a(Trace* t) {
-  volatile char pad[16] = {};
-  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-__attribute__((noinline)) void log_leaf_b(Trace* t) {
-  volatile char pad[16] = {};
-  t->n = stackwalk_backtrace(t->pcs, 64, g_method);
-  __asm__ volatile("" : : "r"(pad) : "memory");
-}
-}
-
 TEST_P(FrameLog, AFirstFrameWhoseOwnSlotChangedStaysExact) {
   // Alternating capture sites: each capture matches at its first frame, finds that frame's own
   // return-address slot changed, and steps from it with its pc still exact; the frame it logs
@@ -233,38 +107,6 @@ TEST_P(FrameLog, AFirstFrameWhoseOwnSlotChangedStaysExact) {
   EXPECT_NE(cached[2].pcs[0], cached[1].pcs[0]) << "the two capture sites must differ";
   // The first frame, then Invoke's frame (the same call site through a pointer) and the rest.
   for (int i = 4; i < n; ++i) EXPECT_EQ(matched[i], 2u) << i;
-}
-
-extern "C" {
-// Data, not code: what a smashed return address points at.
-char g_log_not_code[64];
-static int g_log_smash_calls = 0;
-static bool g_log_smash_layout_ok = false;
-// Every fourth call (the fourth, the eighth, ...), while log_leaf captures, this frame's own
-// return-address slot holds g_log_not_code, restored before it returns: one function for every
-// capture, so that the smashed capture's frames lie where the warm ones' did. The slot is the
-// frame record's second word (x86_64, AArch64, built with frame pointers);
-// g_log_smash_layout_ok says whether it held the return address.
-__attribute__((noinline)) void log_smash_frame(Trace* t) {
-  void** record = static_cast<void**>(__builtin_frame_address(0));
-  void* const saved = record[1];
-  g_log_smash_layout_ok = saved == __builtin_return_address(0);
-  // A value stored either way, not a branch: one call of log_leaf, whose return address the
-  // warm captures logged and whose caller's rule they cached.
-  const bool smash = g_log_smash_calls++ % 4 == 3 && g_log_smash_layout_ok;
-  void* value = smash ? static_cast<void*>(g_log_not_code) : saved;
-  __asm__ volatile("" : "+r"(value));
-  record[1] = value;
-  __asm__ volatile("" ::: "memory");
-  log_leaf(t);
-  __asm__ volatile("" ::: "memory");
-  record[1] = saved;
-  __asm__ volatile("" ::: "memory");
-}
-__attribute__((noinline)) void log_smash_caller(Trace* t) {
-  log_smash_frame(t);
-  __asm__ volatile("" ::: "memory");
-}
 }
 
 TEST_P(FrameLog, AReturnAddressOutsideCodeEndsTheWalkThroughTheLog) {

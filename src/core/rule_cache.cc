@@ -18,6 +18,8 @@ struct Pool {
 Pool g_pool;
 // Second levels handed out (RuleCache::Evict), up to kMaxSecondLevels.
 std::atomic<int> g_second_levels{0};
+// Frame caches handed out (RuleCache::MakeFrameCache), up to kMaxFrameCaches.
+std::atomic<int> g_frame_caches{0};
 
 // A key whose destructor gives the slot back when the thread exits. Created at load time;
 // captures before that (an allocation hook called while the C library starts) wait for it.
@@ -97,6 +99,15 @@ void RuleCache::Evict(const Entry& entry) {
   PutSecond(entry);
 }
 
+void RuleCache::MakeFrameCache() {
+  if (g_frame_caches.fetch_add(1, std::memory_order_relaxed) >= kMaxFrameCaches) {
+    g_frame_caches.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  frames_ = static_cast<FrameCache*>(Arena::Global().Allocate(sizeof(FrameCache), 64));
+  if (frames_ == nullptr) g_frame_caches.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void RuleCache::PutSecond(const Entry& entry) {
   *PlaceIn(second_, SecondSlot(entry.pc), entry.pc, entry.tag) = entry;
 }
@@ -130,6 +141,19 @@ int RuleCache::TablesInUse() {
   int n = 0;
   for (int i = 0; i < kMaxTables; ++i) n += g_pool.in_use[i].load() ? 1 : 0;
   return n;
+}
+
+bool RuleCache::UseFrameCacheForThisThread(bool use) {
+  RuleCache* cache = Acquire();
+  if (cache == nullptr) return false;
+  if (use && cache->frames_ == nullptr) cache->MakeFrameCache();
+  cache->use_frames_ = use && cache->frames_ != nullptr;
+  cache->walks_ = 0;
+  cache->window_steps_ = 0;
+  cache->frame_windows_ = 0;
+  const bool done = cache->use_frames_ == use;
+  cache->Release();
+  return done;
 }
 
 void RuleCache::ClearForThisThread() {

@@ -19,6 +19,9 @@
 // where evicted rules go and from which a miss of the first level takes its rule back (the two
 // swap). At most kMaxSecondLevels tables of the pool have one (16 MiB at most); each stays with
 // its table for the next thread that claims it.
+//
+// A frame cache for the threads whose frame log serves them poorly (frames()): 128 KiB from the
+// arena, at most kMaxFrameCaches in a process, kept with its table.
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
@@ -26,6 +29,7 @@
 
 #include "core/compact_rule.h"
 #include "core/fp_chain_log.h"
+#include "core/frame_cache.h"
 #include "core/frame_log.h"
 
 namespace stackwalk::internal {
@@ -36,6 +40,14 @@ class RuleCache {
   static constexpr int kMaxTables = 256;
   static constexpr int kSecondEntries = 32768;
   static constexpr int kMaxSecondLevels = 16;
+  // A thread's CFI walks are counted in windows of kWalkWindow. A window whose walks stepped
+  // kFrameCacheSteps frames or more with rules on average (their frame log served the rest) has
+  // the thread's next walks step through a FrameCache; every kLogProbe-th window after walks with
+  // the log again, to see whether it has come to serve them.
+  static constexpr uint32_t kWalkWindow = 1024;
+  static constexpr uint32_t kFrameCacheSteps = 4;
+  static constexpr uint32_t kLogProbe = 16;
+  static constexpr int kMaxFrameCaches = 64;
 
   // The calling thread's cache, claimed on first use; nullptr when the pool is empty or the
   // thread is already inside its cache (a nested signal handler). Pair with Release().
@@ -100,6 +112,35 @@ class RuleCache {
   // Forgets every rule (by moving to the next clear count, not by writing the table) and the log.
   void Clear();
 
+  // The frame cache the thread's walks step through now, or null: they log their frames instead
+  // (CountWalk and CountSteps choose). Where walks differ in many inner frames (a compiler's, a
+  // recursive workload's) the log replays few of them and costs its upkeep, while a frame's
+  // entry serves any walk that crosses the frame again; where the log replays nearly every frame
+  // (an interpreter's loop) its replay is cheaper (~15 instructions a frame against ~45).
+  // Measured: docs/leakcheck-benchmarks.md. At most kMaxFrameCaches threads have one (8 MiB
+  // from the arena); it stays with the table.
+  FrameCache* frames() const { return use_frames_ ? frames_ : nullptr; }
+  void CountWalk() {
+    if (++walks_ < kWalkWindow) return;
+    if (use_frames_) {
+      use_frames_ = ++frame_windows_ < kLogProbe;
+      if (!use_frames_) frame_windows_ = 0;
+    } else if (window_steps_ >= kWalkWindow * kFrameCacheSteps) {
+      if (frames_ == nullptr) MakeFrameCache();
+      use_frames_ = frames_ != nullptr;
+    }
+    walks_ = 0;
+    window_steps_ = 0;
+  }
+  // Frames a walk without the frame cache stepped with rules.
+  void CountSteps(uint32_t n) { window_steps_ += n; }
+  // Frames the thread's walks stepped through its frame cache (tests, tuning).
+  uint64_t frame_cache_hits() const { return frames_ != nullptr ? frames_->hits() : 0; }
+  // Has the calling thread's next kWalkWindow walks step through a frame cache (made now if it
+  // has none; false if none can be had) or log their frames (tests: each way checked against
+  // uncached walks). Signal safety: async-signal-safe.
+  static bool UseFrameCacheForThisThread(bool use);
+
   // The thread's log of its last complete CFI walk, and of its last frame-pointer walk.
   FrameLog& log() { return log_; }
   FpChainLog& fp_log() { return fp_log_; }
@@ -145,6 +186,7 @@ class RuleCache {
   // A live entry leaves the first level: into the second, which is made once kEntries have left.
   void Evict(const Entry& entry);
   void PutSecond(const Entry& entry);  // into the second level, which exists
+  void MakeFrameCache();
 
   Entry entries_[kEntries];
   FrameLog log_;  // at a multiple of 64 bytes from the table's start: a logged frame a line
@@ -153,6 +195,11 @@ class RuleCache {
   uint32_t evictions_ = 0;  // live entries evicted from the first level, until there is a second
   Entry* second_ = nullptr;  // kSecondEntries entries in the arena, or none
   uint64_t second_hits_ = 0;
+  FrameCache* frames_ = nullptr;  // in the arena, or none
+  uint32_t walks_ = 0;            // CFI walks in this window
+  uint32_t window_steps_ = 0;     // frames they stepped with rules, in log windows
+  uint32_t frame_windows_ = 0;    // windows through the frame cache since the last log window
+  bool use_frames_ = false;
 };
 
 }  // namespace stackwalk::internal

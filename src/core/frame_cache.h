@@ -1,0 +1,119 @@
+// FrameCache: the steps a thread's CFI walks took, keyed by the frame each started from (pc, sp),
+// so that a walk crossing a frame an earlier walk crossed takes the step from the entry: two slot
+// loads and the code check, without the rule's lookup and application or the climb and bounds
+// checks. The frame log (frame_log.h) replays the last walk's frames from where a walk joins it;
+// where consecutive walks differ in many inner frames (a compiler's allocation stacks) it
+// replays few, while the frames themselves come back again and again after other walks: a
+// thread whose log serves it poorly steps through this instead (walk/walk_cfi-inl.inc,
+// StepThroughFrameCache).
+//
+// Why it is exact: a cached rule's step from a frame computes the CFA and the slots' addresses
+// from the frame's pc (and whether it is exact: the first frame's rule is looked up at pc, the
+// others' at pc - 1), its sp, its fp where the CFA comes from fp, and the rule for pc (the rule
+// cache's tag: the module map generation and the table's clear count). An entry keeps those
+// addresses for that key; a walk through it reads the slots afresh, checks the return address
+// as the rule's step does (zero: the end, which the rule's step then says; outside code:
+// refused) and takes the caller's fp from its slot. The climb and the slots' bounds hold by
+// construction: an entry's slots lie in [sp, CFA - 8] (Put refuses others), sp lies in the
+// walk's stack region and the walk checks CFA <= the region's end. Steps whose rule reads a
+// register (an AArch64 leaf's link register) are never entered.
+//
+// Memory: kEntries entries of 64 bytes (128 KiB) from the arena, for a thread whose walks the frame
+// log serves poorly (RuleCache::CountWalk decides), at most RuleCache::kMaxFrameCaches of them.
+#ifndef STACKWALK_SRC_CORE_FRAME_CACHE_H_
+#define STACKWALK_SRC_CORE_FRAME_CACHE_H_
+
+#include <cstdint>
+
+#include "core/compact_rule.h"
+#include "core/frame_log.h"
+
+namespace stackwalk::internal {
+
+class FrameCache {
+ public:
+  static constexpr int kEntries = 2048;
+  static_assert((kEntries & (kEntries - 1)) == 0, "the slot is a mask");
+
+  // Flags beside the frame log's (FrameLog::kCfaFromFp, FrameLog::kRestoresFp), which an entry
+  // keeps as the frame log records them.
+  enum : uint32_t {
+    kRestoresLr = 1u << 16,  // AArch64: the caller's lr is the return address (the same slot)
+    kLogFlags = 0xffff,
+  };
+
+  struct Entry {
+    uint64_t pc;
+    uint64_t sp;
+    uint64_t key_tag;  // KeyTag(): the rules' tag and whether pc is exact; 0: empty
+    uint64_t fp;       // with FrameLog::kCfaFromFp, the fp the CFA came from
+    uint64_t cfa;      // the caller's sp, above every slot the step reads
+    uint64_t ra_addr;  // the return address's slot
+    uint64_t fp_addr;  // with FrameLog::kRestoresFp the caller's fp's slot, else ra_addr
+    uint32_t flags;
+    int32_t fp_slot_offset;  // fp_addr - ra_addr, as the frame log keeps it
+  };
+  static_assert(sizeof(Entry) == 64, "one cache line an entry");
+
+  // The tag an entry is valid for: the rule cache's tag of the walk (RuleCache::Tag) and whether
+  // the frame's pc is exact.
+  static constexpr uint64_t KeyTag(uint64_t rule_tag, bool exact) {
+    return rule_tag * 2 + (exact ? 1 : 0);
+  }
+
+  static uint32_t Slot(uint64_t pc, uint64_t sp) {
+    return static_cast<uint32_t>(((pc ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> 53) &
+           (kEntries - 1);
+  }
+
+  // The entry for the frame (pc, sp) of a walk of `key_tag`, or null. The caller checks fp.
+  const Entry* Find(uint64_t pc, uint64_t sp, uint64_t key_tag) const {
+    const Entry& e = entries_[Slot(pc, sp)];
+    return e.pc == pc && e.sp == sp && e.key_tag == key_tag ? &e : nullptr;
+  }
+
+  // Enters the step from (pc, sp, fp) by `rule` to `cfa`, which read `slots`, if it may be
+  // entered (see the file comment).
+  template <class Arch>
+  void Put(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t key_tag, const CompactRule& rule,
+           uint64_t cfa, const RuleSlots& slots) {
+    if (rule.ra_offset == 0 || rule.r7_offset != 0) return;  // a register, not a slot
+    uint32_t flags = 0;
+    if constexpr (Arch::kLr >= 0) {
+      if (rule.lr_offset != 0) {
+        if (rule.lr_offset != rule.ra_offset) return;
+        flags |= kRestoresLr;
+      }
+    }
+    // A slot below the frame or at the CFA and above: the cached step checks the CFA alone.
+    const uint64_t fp_addr = rule.fp_offset != 0 ? slots.fp_addr : slots.ra_addr;
+    if (cfa <= sp || slots.ra_addr < sp || slots.ra_addr > cfa - 8 || fp_addr < sp ||
+        fp_addr > cfa - 8) {
+      return;
+    }
+    if (rule.kind == CompactRule::Kind::kCfaFp) flags |= FrameLog::kCfaFromFp;
+    if (rule.fp_offset != 0) flags |= FrameLog::kRestoresFp;
+    Entry& e = entries_[Slot(pc, sp)];
+    e.pc = pc;
+    e.sp = sp;
+    e.key_tag = key_tag;
+    e.fp = fp;
+    e.cfa = cfa;
+    e.ra_addr = slots.ra_addr;
+    e.fp_addr = fp_addr;
+    e.flags = flags;
+    e.fp_slot_offset = static_cast<int32_t>(fp_addr - slots.ra_addr);
+  }
+
+  // Frames taken from entries, over the thread's life (tests, tuning).
+  uint64_t hits() const { return hits_; }
+  void AddHits(uint64_t n) const { hits_ += n; }
+
+ private:
+  Entry entries_[kEntries];
+  mutable uint64_t hits_ = 0;  // a statistic: counted by walks that only read the entries
+};
+
+}  // namespace stackwalk::internal
+
+#endif  // STACKWALK_SRC_CORE_FRAME_CACHE_H_

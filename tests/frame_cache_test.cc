@@ -1,0 +1,238 @@
+// The frame cache (core/frame_cache.h): which steps it enters, when a thread's walks step through
+// it, and, on real stacks, that a walk through it gives what an uncached walk gives: each frame's
+// slots are read afresh (a frame reached through another caller, a return address smashed to
+// point at data) and a module map rebuild retires every entry.
+#include "core/frame_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "core/arch_aarch64.h"
+#include "core/arch_x86_64.h"
+#include "core/module_map.h"
+#include "core/rule_cache.h"
+#include "logged_stacks.h"
+
+namespace stackwalk::internal {
+namespace {
+
+constexpr uint64_t kSp = 0x7fff0000;
+constexpr uint64_t kPc = 0x401000;
+constexpr uint64_t kTag = FrameCache::KeyTag(7, false);
+
+// A rule of `kind` with the CFA at base + cfa_offset, the return address at cfa + ra_offset and
+// the caller's fp at cfa + fp_offset (0: unchanged).
+CompactRule RuleOf(CompactRule::Kind kind, int32_t cfa_offset, int16_t ra_offset,
+                   int16_t fp_offset) {
+  CompactRule rule = CompactRule::Cfa(kind, cfa_offset);
+  rule.ra_offset = ra_offset;
+  rule.fp_offset = fp_offset;
+  return rule;
+}
+
+// The slots a step by `rule` from sp read (values made up: the cache keeps addresses only).
+RuleSlots SlotsOf(const CompactRule& rule, uint64_t cfa) {
+  RuleSlots slots;
+  slots.ra_addr = cfa + static_cast<int64_t>(rule.ra_offset);
+  slots.ra_val = kPc + 0x100;
+  if (rule.fp_offset != 0) {
+    slots.fp_addr = cfa + static_cast<int64_t>(rule.fp_offset);
+    slots.fp_val = kSp + 0x200;
+  }
+  return slots;
+}
+
+template <class Arch>
+const FrameCache::Entry* PutAndFind(FrameCache& cache, const CompactRule& rule, uint64_t cfa) {
+  cache.Put<Arch>(kPc, kSp, 0x1234, kTag, rule, cfa, SlotsOf(rule, cfa));
+  return cache.Find(kPc, kSp, kTag);
+}
+
+TEST(FrameCache, KeepsAStepsCfaAndSlotsForItsFrameAndWalkKind) {
+  auto cache = std::make_unique<FrameCache>();
+  // x86_64 with a frame pointer: cfa = fp + 16, ra at cfa - 8, fp at cfa - 16.
+  const CompactRule rule = RuleOf(CompactRule::Kind::kCfaFp, 16, -8, -16);
+  const FrameCache::Entry* e = PutAndFind<ArchX86_64>(*cache, rule, kSp + 64);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->cfa, kSp + 64);
+  EXPECT_EQ(e->ra_addr, kSp + 56);
+  EXPECT_EQ(e->fp_addr, kSp + 48);
+  EXPECT_EQ(e->fp_slot_offset, -8);
+  EXPECT_EQ(e->fp, 0x1234u);
+  EXPECT_EQ(e->flags, FrameLog::kCfaFromFp | FrameLog::kRestoresFp);
+  // Another frame, an exact pc, another generation or clear count: none of them.
+  EXPECT_EQ(cache->Find(kPc, kSp + 16, kTag), nullptr);
+  EXPECT_EQ(cache->Find(kPc + 1, kSp, kTag), nullptr);
+  EXPECT_EQ(cache->Find(kPc, kSp, FrameCache::KeyTag(7, true)), nullptr);
+  EXPECT_EQ(cache->Find(kPc, kSp, FrameCache::KeyTag(8, false)), nullptr);
+  // A frame without a frame pointer: cfa = sp + 32, fp unchanged (its slot is ra's).
+  const CompactRule sp_rule = RuleOf(CompactRule::Kind::kCfaSp, 32, -8, 0);
+  e = PutAndFind<ArchX86_64>(*cache, sp_rule, kSp + 32);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->flags, 0u);
+  EXPECT_EQ(e->fp_addr, e->ra_addr);
+  EXPECT_EQ(e->fp_slot_offset, 0);
+}
+
+TEST(FrameCache, EntersOnlyStepsWhoseSlotsLieBetweenTheFrameAndItsCfa) {
+  auto cache = std::make_unique<FrameCache>();
+  using Kind = CompactRule::Kind;
+  // The return address in the link register: a register, not a slot.
+  EXPECT_EQ(PutAndFind<ArchAarch64>(*cache, RuleOf(Kind::kCfaSp, 0, 0, 0), kSp + 16), nullptr);
+  // A slot below the frame's sp (cfa = sp + 8, ra at cfa - 16).
+  EXPECT_EQ(PutAndFind<ArchX86_64>(*cache, RuleOf(Kind::kCfaSp, 8, -16, 0), kSp + 8), nullptr);
+  // The fp slot at the CFA or above, or below sp.
+  EXPECT_EQ(PutAndFind<ArchX86_64>(*cache, RuleOf(Kind::kCfaSp, 32, -8, 8), kSp + 32), nullptr);
+  EXPECT_EQ(PutAndFind<ArchX86_64>(*cache, RuleOf(Kind::kCfaSp, 32, -8, -40), kSp + 32), nullptr);
+  // A CFA that does not climb.
+  EXPECT_EQ(PutAndFind<ArchX86_64>(*cache, RuleOf(Kind::kCfaFp, 0, -8, 0), kSp), nullptr);
+  // AArch64: lr from the return address's slot is entered; lr from a slot of its own is not.
+  CompactRule lr_rule = RuleOf(Kind::kCfaFp, 16, -8, -16);
+  lr_rule.lr_offset = -8;
+  const FrameCache::Entry* e = PutAndFind<ArchAarch64>(*cache, lr_rule, kSp + 16);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->flags & FrameCache::kRestoresLr, 0u);
+  auto other = std::make_unique<FrameCache>();
+  lr_rule.lr_offset = -24;
+  lr_rule.kind = Kind::kCfaSp;
+  lr_rule.cfa_offset = 32;
+  EXPECT_EQ(PutAndFind<ArchAarch64>(*other, lr_rule, kSp + 32), nullptr);
+}
+
+// A thread's walks choose between the log and the frame cache by windows of kWalkWindow walks.
+TEST(FrameCache, AThreadStepsThroughItWhileItsLogServesFewFrames) {
+  auto cache = std::make_unique<RuleCache>();
+  auto window = [&](uint32_t steps_per_walk) {
+    for (uint32_t i = 0; i < RuleCache::kWalkWindow; ++i) {
+      cache->CountWalk();
+      if (cache->frames() == nullptr) cache->CountSteps(steps_per_walk);
+    }
+  };
+  window(RuleCache::kFrameCacheSteps - 1);
+  EXPECT_EQ(cache->frames(), nullptr) << "the log served enough";
+  window(RuleCache::kFrameCacheSteps + 1);
+  ASSERT_NE(cache->frames(), nullptr) << "a window stepping many frames";
+  for (uint32_t i = 1; i < RuleCache::kLogProbe; ++i) window(0);
+  EXPECT_NE(cache->frames(), nullptr);
+  window(0);
+  EXPECT_EQ(cache->frames(), nullptr) << "every kLogProbe-th window walks with the log";
+  window(RuleCache::kFrameCacheSteps + 1);
+  EXPECT_NE(cache->frames(), nullptr) << "which still served few frames";
+  for (uint32_t i = 0; i < RuleCache::kLogProbe; ++i) window(0);
+  window(1);
+  EXPECT_EQ(cache->frames(), nullptr) << "and now serves them";
+}
+
+}  // namespace
+}  // namespace stackwalk::internal
+
+// Captures through the thread's frame cache (EHFRAME, or AUTO), each checked against the same
+// capture made uncached.
+class FrameCacheWalk : public ::testing::TestWithParam<stackwalk_method> {
+ protected:
+  void SetUp() override {
+    g_method = GetParam();
+    ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(true));
+  }
+  void TearDown() override { stackwalk::internal::RuleCache::UseFrameCacheForThisThread(false); }
+};
+
+TEST_P(FrameCacheWalk, RepeatedCapturesStepThroughItAndStayExact) {
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_a};
+  Trace cached[4], reference[4];
+  Served served[4];
+  RunBoth(seq, 4, cached, reference, served);
+  ExpectSame(cached, reference, 4);
+  // Every caller but the outermost frame's (the end, which its rule says) from an entry; nothing
+  // from the log.
+  EXPECT_GE(served[3].frame_hits + 1, static_cast<uint64_t>(cached[3].n));
+  EXPECT_EQ(served[3].replayed, 0u);
+  EXPECT_EQ(served[3].matched, 0u);
+}
+
+TEST_P(FrameCacheWalk, AFrameReachedThroughAnotherCallerReadsItsOwnReturnAddress) {
+  // log_leaf's frame has the same (pc, sp) under both callers: its entry, made under log_via_a,
+  // serves log_via_b's capture, whose caller only the slot read afresh tells.
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a, log_via_b, log_via_a};
+  Trace cached[5], reference[5];
+  Served served[5];
+  RunBoth(seq, 5, cached, reference, served);
+  ExpectSame(cached, reference, 5);
+  EXPECT_NE(cached[3].pcs[1], cached[2].pcs[1]) << "the two callers must differ";
+  EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
+  EXPECT_GT(served[3].frame_hits, 0u);
+}
+
+TEST_P(FrameCacheWalk, StacksThatDifferInAMiddleFrameComeWholeFromItOnceBothAreSeen) {
+  void (*const seq[])(Trace*) = {log_through_a, log_through_a, log_through_b, log_through_a,
+                                 log_through_b, log_through_a, log_through_b};
+  constexpr int n = 7;
+  Trace cached[n], reference[n];
+  Served served[n];
+  RunBoth(seq, n, cached, reference, served);
+  ExpectSame(cached, reference, n, 7);
+  EXPECT_NE(cached[2].pcs[2], cached[1].pcs[2]) << "the two middles must differ";
+  // A frame is entered the second time it is stepped (the first, a rule's first use, is a full
+  // step): from the third capture of either stack on, every frame.
+  for (int i = 5; i < n; ++i) {
+    EXPECT_GE(served[i].frame_hits + 1, static_cast<uint64_t>(cached[i].n)) << i;
+  }
+}
+
+TEST_P(FrameCacheWalk, TwoCaptureSitesOfOneLayoutStayExact) {
+  // The capture's own frame (its pc exact) has the same (pc, sp) under both sites.
+  void (*const seq[])(Trace*) = {log_leaf_a, log_leaf_a, log_leaf_b, log_leaf_a, log_leaf_b,
+                                 log_leaf_a, log_leaf_b};
+  constexpr int n = 7;
+  Trace cached[n], reference[n];
+  Served served[n];
+  RunBoth(seq, n, cached, reference, served);
+  ExpectSame(cached, reference, n, 2);
+  EXPECT_NE(cached[2].pcs[0], cached[1].pcs[0]) << "the two capture sites must differ";
+  EXPECT_GT(served[n - 1].frame_hits, 0u);
+}
+
+TEST_P(FrameCacheWalk, AReturnAddressOutsideCodeEndsTheWalk) {
+  // Warm captures enter every frame; then the same frames with one return-address slot pointing
+  // at data. The entry's step must refuse it as the rule's step does, ending the walk at the
+  // frame that holds it, as the uncached walk does.
+  void (*const seq[])(Trace*) = {log_smash_caller, log_smash_caller, log_smash_caller,
+                                 log_smash_caller};
+  g_log_smash_calls = 0;  // the fourth capture of each pass is the smashed one
+  Trace cached[4], reference[4];
+  Served served[4];
+  RunBoth(seq, 4, cached, reference, served);
+  if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
+  EXPECT_GT(served[3].frame_hits, 0u) << "the smashed capture never stepped through an entry";
+  ASSERT_GT(cached[2].n, 4);
+  ASSERT_EQ(cached[3].n, 2);
+  ASSERT_EQ(reference[3].n, 2);
+  EXPECT_EQ(cached[3].pcs[1], reference[3].pcs[1]);
+  for (int k = 0; k < cached[3].n; ++k) {
+    const char* pc = static_cast<const char*>(cached[3].pcs[k]);
+    EXPECT_FALSE(pc >= g_log_not_code && pc <= g_log_not_code + sizeof(g_log_not_code)) << k;
+  }
+}
+
+TEST_P(FrameCacheWalk, AModuleMapRebuildRetiresEveryEntry) {
+  void (*const seq[])(Trace*) = {log_via_a, log_via_a, log_via_a};
+  Trace cached[3], reference[3];
+  Served served[3];
+  RunBoth(seq, 3, cached, reference, served);
+  ASSERT_GT(served[2].frame_hits, 0u);
+  // A rebuild may move code (dlclose, then dlopen at the same address): no entry of the old
+  // generation serves a walk of the new one.
+  ASSERT_TRUE(stackwalk::internal::ModuleMap::Global().Rebuild());
+  RunBoth(seq, 1, cached, reference, served);
+  EXPECT_EQ(served[0].frame_hits, 0u);
+  ExpectSame(cached, reference, 1);
+  RunBoth(seq, 2, cached, reference, served);
+  EXPECT_GT(served[1].frame_hits, 0u) << "entered again for the new generation";
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWalk,
+                         ::testing::Values(STACKWALK_EHFRAME, STACKWALK_AUTO),
+                         [](const auto& info) {
+                           return info.param == STACKWALK_AUTO ? "Auto" : "EhFrame";
+                         });
