@@ -164,15 +164,24 @@ TEST_P(FrameCacheWalk, AFrameReachedThroughAnotherCallerReadsItsOwnReturnAddress
   EXPECT_GT(served[3].frame_hits, 0u);
 }
 
-TEST_P(FrameCacheWalk, StacksThatDifferInAMiddleFrameComeWholeFromItOnceBothAreSeen) {
-  void (*const seq[])(Trace*) = {log_through_a, log_through_a, log_through_b, log_through_a,
-                                 log_through_b, log_through_a, log_through_b};
-  constexpr int n = 7;
-  Trace cached[n], reference[n];
-  Served served[n];
-  RunBoth(seq, n, cached, reference, served);
-  ExpectSame(cached, reference, n, 7);
+// Seven captures of a stack whose middle frame alternates (log_through_a, then b, a, b, ...),
+// each checked against the uncached one.
+constexpr int kAlternations = 7;
+static void AlternateMiddles(Trace* cached, Served* served) {
+  void (*const seq[kAlternations])(Trace*) = {log_through_a, log_through_a, log_through_b,
+                                              log_through_a, log_through_b, log_through_a,
+                                              log_through_b};
+  Trace reference[kAlternations];
+  RunBoth(seq, kAlternations, cached, reference, served);
+  ExpectSame(cached, reference, kAlternations, 7);
   EXPECT_NE(cached[2].pcs[2], cached[1].pcs[2]) << "the two middles must differ";
+}
+
+TEST_P(FrameCacheWalk, StacksThatDifferInAMiddleFrameComeWholeFromItOnceBothAreSeen) {
+  constexpr int n = kAlternations;
+  Trace cached[n];
+  Served served[n];
+  AlternateMiddles(cached, served);
   // A frame is entered the second time it is stepped (the first, a rule's first use, is a full
   // step): from the third capture of either stack on, every frame.
   for (int i = 5; i < n; ++i) {
@@ -193,26 +202,32 @@ TEST_P(FrameCacheWalk, TwoCaptureSitesOfOneLayoutStayExact) {
   EXPECT_GT(served[n - 1].frame_hits, 0u);
 }
 
-TEST_P(FrameCacheWalk, AReturnAddressOutsideCodeEndsTheWalk) {
-  // Warm captures enter every frame; then the same frames with one return-address slot pointing
-  // at data. The entry's step must refuse it as the rule's step does, ending the walk at the
-  // frame that holds it, as the uncached walk does.
+// Four captures through log_smash_caller, the fourth while a return-address slot holds data
+// (g_log_not_code): the walk must refuse it as the rule's step does, ending at the frame that
+// holds it, as the uncached walk does. Returns what the cache served the fourth.
+static Served SmashedCaptureEndsAtTheSmashedFrame() {
   void (*const seq[])(Trace*) = {log_smash_caller, log_smash_caller, log_smash_caller,
                                  log_smash_caller};
   g_log_smash_calls = 0;  // the fourth capture of each pass is the smashed one
   Trace cached[4], reference[4];
   Served served[4];
   RunBoth(seq, 4, cached, reference, served);
-  if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
-  EXPECT_GT(served[3].frame_hits, 0u) << "the smashed capture never stepped through an entry";
-  ASSERT_GT(cached[2].n, 4);
-  ASSERT_EQ(cached[3].n, 2);
-  ASSERT_EQ(reference[3].n, 2);
+  if (!g_log_smash_layout_ok) return served[3];
+  EXPECT_GT(cached[2].n, 4);
+  EXPECT_EQ(cached[3].n, 2);
+  EXPECT_EQ(reference[3].n, 2);
   EXPECT_EQ(cached[3].pcs[1], reference[3].pcs[1]);
   for (int k = 0; k < cached[3].n; ++k) {
     const char* pc = static_cast<const char*>(cached[3].pcs[k]);
     EXPECT_FALSE(pc >= g_log_not_code && pc <= g_log_not_code + sizeof(g_log_not_code)) << k;
   }
+  return served[3];
+}
+
+TEST_P(FrameCacheWalk, AReturnAddressOutsideCodeEndsTheWalk) {
+  const Served served = SmashedCaptureEndsAtTheSmashedFrame();
+  if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
+  EXPECT_GT(served.frame_hits, 0u) << "the smashed capture never stepped through an entry";
 }
 
 TEST_P(FrameCacheWalk, AModuleMapRebuildRetiresEveryEntry) {
@@ -230,6 +245,44 @@ TEST_P(FrameCacheWalk, AModuleMapRebuildRetiresEveryEntry) {
   RunBoth(seq, 2, cached, reference, served);
   EXPECT_GT(served[1].frame_hits, 0u) << "entered again for the new generation";
 }
+
+// Captures of a thread that has a frame cache and logs its walks (its log serves them well): a
+// frame the log does not replay is stepped from its entry and recorded in the log.
+class FrameCacheWhileLogging : public ::testing::TestWithParam<stackwalk_method> {
+ protected:
+  void SetUp() override {
+    g_method = GetParam();
+    ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(true));
+    ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(false));
+  }
+};
+
+TEST_P(FrameCacheWhileLogging, AMiddleFrameTheLogDoesNotReplayIsSteppedFromItsEntry) {
+  // Each capture diverges from the log at the middle, steps the frames there and joins the
+  // logged outer frames again: from the third capture of either stack on, those steps come from
+  // entries, and what they record lets the log replay as before.
+  constexpr int n = kAlternations;
+  Trace cached[n];
+  Served served[n];
+  AlternateMiddles(cached, served);
+  for (int i = 5; i < n; ++i) {
+    EXPECT_GT(served[i].frame_hits, 0u) << i;
+    EXPECT_GE(served[i].matched, 3u) << i;
+    EXPECT_GE(served[i].replayed + served[i].frame_hits + 1, static_cast<uint64_t>(cached[i].n))
+        << i;
+  }
+}
+
+TEST_P(FrameCacheWhileLogging, AReturnAddressOutsideCodeEndsTheWalk) {
+  SmashedCaptureEndsAtTheSmashedFrame();
+  if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWhileLogging,
+                         ::testing::Values(STACKWALK_EHFRAME, STACKWALK_AUTO),
+                         [](const auto& info) {
+                           return info.param == STACKWALK_AUTO ? "Auto" : "EhFrame";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWalk,
                          ::testing::Values(STACKWALK_EHFRAME, STACKWALK_AUTO),

@@ -120,6 +120,9 @@ class RuleCache {
   // Measured: docs/leakcheck-benchmarks.md. At most kMaxFrameCaches threads have one (8 MiB
   // from the arena); it stays with the table.
   FrameCache* frames() const { return use_frames_ ? frames_ : nullptr; }
+  // The thread's frame cache whichever way its walks go now: a thread that has one and logs
+  // still takes a stepped frame's step from its entry (the log records it).
+  FrameCache* frame_cache() const { return frames_; }
   void CountWalk() {
     if (++walks_ < kWalkWindow) return;
     if (use_frames_) {
@@ -137,8 +140,9 @@ class RuleCache {
   // Frames the thread's walks stepped through its frame cache (tests, tuning).
   uint64_t frame_cache_hits() const { return frames_ != nullptr ? frames_->hits() : 0; }
   // Has the calling thread's next kWalkWindow walks step through a frame cache (made now if it
-  // has none; false if none can be had) or log their frames (tests: each way checked against
-  // uncached walks). Signal safety: async-signal-safe.
+  // has none; false if none can be had) or log their frames, taking stepped frames from the
+  // frame cache's entries if it has one (tests: each way checked against uncached walks).
+  // Signal safety: async-signal-safe.
   static bool UseFrameCacheForThisThread(bool use);
 
   // The thread's log of its last complete CFI walk, and of its last frame-pointer walk.
