@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "core/arch_aarch64.h"
 #include "core/arch_x86_64.h"
@@ -276,6 +278,86 @@ TEST_P(FrameCacheWhileLogging, AMiddleFrameTheLogDoesNotReplayIsSteppedFromItsEn
 TEST_P(FrameCacheWhileLogging, AReturnAddressOutsideCodeEndsTheWalk) {
   SmashedCaptureEndsAtTheSmashedFrame();
   if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
+}
+
+// Random stacks: two functions of different frame sizes chosen by the bits of a number, at
+// random depths, each capture made twice at the leaf from one call site, through the thread's
+// cache and then uncached (holding it).
+struct TwoTraces {
+  Trace cached;
+  Trace reference;
+};
+extern "C" {
+__attribute__((noinline)) void random_leaf(TwoTraces* t) {
+  for (int pass = 0; pass < 2; ++pass) {
+    stackwalk::internal::RuleCache* hold =
+        pass == 1 ? stackwalk::internal::RuleCache::Acquire() : nullptr;
+    Trace& out = pass == 0 ? t->cached : t->reference;
+    out.n = stackwalk_backtrace(out.pcs, kTraceMax, g_method);
+    if (hold != nullptr) hold->Release();
+  }
+  __asm__ volatile("" ::: "memory");
+}
+void random_b(int depth, uint32_t bits, TwoTraces* t);
+__attribute__((noinline)) void random_a(int depth, uint32_t bits, TwoTraces* t) {
+  volatile char pad[16] = {};
+  if (depth == 0) {
+    random_leaf(t);
+  } else {
+    ((bits & 1) != 0 ? random_a : random_b)(depth - 1, bits >> 1, t);
+  }
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+__attribute__((noinline)) void random_b(int depth, uint32_t bits, TwoTraces* t) {
+  volatile char pad[48] = {};
+  if (depth == 0) {
+    random_leaf(t);
+  } else {
+    ((bits & 1) != 0 ? random_a : random_b)(depth - 1, bits >> 1, t);
+  }
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+}
+
+TEST_P(FrameCacheWhileLogging, RandomStacksOfAFreshThreadStayExactWhicheverWayItWalks) {
+  // A fresh thread's own cache: it starts logging, its windows step many frames (each stack
+  // differs from the last at a random depth), it switches to stepping through the frame cache,
+  // and every 16th window logs again. 24 windows of walks; every capture against the uncached.
+  const stackwalk_method method = GetParam();
+  int mismatched = 0, compared = 0;
+  std::string first_mismatch;
+  Served served;
+  std::thread worker([&] {
+    g_method = method;
+    const Served before = ServedSoFar();
+    uint32_t x = 12345;
+    for (uint32_t i = 0; i < 24 * stackwalk::internal::RuleCache::kWalkWindow; ++i) {
+      x = x * 1103515245u + 12345u;
+      TwoTraces t;
+      random_a(4 + static_cast<int>((x >> 8) % 8), x >> 12, &t);
+      ++compared;
+      bool same = t.cached.n == t.reference.n && t.cached.n > 4;
+      // From frame 1 on: frame 0 is the capture's own call, which the compiler may place twice.
+      for (int k = 1; same && k < t.cached.n; ++k) same = t.cached.pcs[k] == t.reference.pcs[k];
+      if (!same && mismatched++ == 0) {
+        first_mismatch = "capture " + std::to_string(i) + ": " + std::to_string(t.cached.n) +
+                         " frames against " + std::to_string(t.reference.n);
+        for (int k = 1; k < t.cached.n && k < t.reference.n; ++k) {
+          if (t.cached.pcs[k] != t.reference.pcs[k]) {
+            first_mismatch += ", first differing at " + std::to_string(k);
+            break;
+          }
+        }
+      }
+    }
+    const Served after = ServedSoFar();
+    served = Served{after.replayed - before.replayed, after.matched - before.matched,
+                    after.frame_hits - before.frame_hits};
+  });
+  worker.join();
+  EXPECT_EQ(mismatched, 0) << "of " << compared << "; " << first_mismatch;
+  EXPECT_GT(served.frame_hits, 0u) << "the thread never stepped through its frame cache";
+  EXPECT_GT(served.replayed, 0u) << "the thread never replayed its log";
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWhileLogging,

@@ -7,12 +7,8 @@
 #include "core/rule_cache.h"
 #include "stackwalk/stackwalk.h"
 
-namespace {
-
 using stackwalk::internal::RuleCache;
 
-// What the thread's cache has served so far: frames the CFI walk's FrameLog or the frame-pointer
-// walk's FpChainLog replayed, walks that matched the FrameLog, frames the FrameCache stepped.
 Served ServedSoFar() {
   Served served;
   RuleCache* cache = RuleCache::Acquire();
@@ -24,7 +20,6 @@ Served ServedSoFar() {
   return served;
 }
 
-}  // namespace
 
 __attribute__((noinline)) void Invoke(void (*fn)(Trace*), Trace* t) {
   fn(t);

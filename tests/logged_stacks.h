@@ -50,6 +50,9 @@ struct Served {
   uint64_t frame_hits = 0;
 };
 
+// What the calling thread's cache has served so far (totals of the above).
+Served ServedSoFar();
+
 // Calls fn(t): RunBoth's one call site for every capture of both passes.
 void Invoke(void (*fn)(Trace*), Trace* t);
 
