@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -129,6 +131,11 @@ TEST(FrameCache, AThreadStepsThroughItWhileItsLogServesFewFrames) {
 }  // namespace
 }  // namespace stackwalk::internal
 
+// No capture of `served` was walked again uncached: each cached walk went on as the uncached one.
+static void ExpectNoRetry(const Served* served, int n) {
+  for (int i = 0; i < n; ++i) EXPECT_EQ(served[i].full_retries, 0u) << i;
+}
+
 // Captures through the thread's frame cache (EHFRAME, or AUTO), each checked against the same
 // capture made uncached.
 class FrameCacheWalk : public ::testing::TestWithParam<stackwalk_method> {
@@ -146,9 +153,10 @@ TEST_P(FrameCacheWalk, RepeatedCapturesStepThroughItAndStayExact) {
   Served served[4];
   RunBoth(seq, 4, cached, reference, served);
   ExpectSame(cached, reference, 4);
-  // Every caller but the outermost frame's (the end, which its rule says) from an entry; nothing
-  // from the log.
-  EXPECT_GE(served[3].frame_hits + 1, static_cast<uint64_t>(cached[3].n));
+  ExpectNoRetry(served, 4);
+  // Every caller but the outermost frame's (the end, which its rule says) from an entry, and but
+  // two that may share a slot of the direct-mapped cache; nothing from the log.
+  EXPECT_GE(served[3].frame_hits + 3, static_cast<uint64_t>(cached[3].n));
   EXPECT_EQ(served[3].replayed, 0u);
   EXPECT_EQ(served[3].matched, 0u);
 }
@@ -161,6 +169,7 @@ TEST_P(FrameCacheWalk, AFrameReachedThroughAnotherCallerReadsItsOwnReturnAddress
   Served served[5];
   RunBoth(seq, 5, cached, reference, served);
   ExpectSame(cached, reference, 5);
+  ExpectNoRetry(served, 5);
   EXPECT_NE(cached[3].pcs[1], cached[2].pcs[1]) << "the two callers must differ";
   EXPECT_EQ(cached[4].pcs[1], cached[2].pcs[1]);
   EXPECT_GT(served[3].frame_hits, 0u);
@@ -176,6 +185,7 @@ static void AlternateMiddles(Trace* cached, Served* served) {
   Trace reference[kAlternations];
   RunBoth(seq, kAlternations, cached, reference, served);
   ExpectSame(cached, reference, kAlternations, 7);
+  ExpectNoRetry(served, kAlternations);
   EXPECT_NE(cached[2].pcs[2], cached[1].pcs[2]) << "the two middles must differ";
 }
 
@@ -185,9 +195,10 @@ TEST_P(FrameCacheWalk, StacksThatDifferInAMiddleFrameComeWholeFromItOnceBothAreS
   Served served[n];
   AlternateMiddles(cached, served);
   // A frame is entered the second time it is stepped (the first, a rule's first use, is a full
-  // step): from the third capture of either stack on, every frame.
+  // step): from the third capture of either stack on, every frame but the end's, and but two
+  // that may share a slot of the direct-mapped cache (a layout of this binary's code).
   for (int i = 5; i < n; ++i) {
-    EXPECT_GE(served[i].frame_hits + 1, static_cast<uint64_t>(cached[i].n)) << i;
+    EXPECT_GE(served[i].frame_hits + 3, static_cast<uint64_t>(cached[i].n)) << i;
   }
 }
 
@@ -200,6 +211,7 @@ TEST_P(FrameCacheWalk, TwoCaptureSitesOfOneLayoutStayExact) {
   Served served[n];
   RunBoth(seq, n, cached, reference, served);
   ExpectSame(cached, reference, n, 2);
+  ExpectNoRetry(served, n);
   EXPECT_NE(cached[2].pcs[0], cached[1].pcs[0]) << "the two capture sites must differ";
   EXPECT_GT(served[n - 1].frame_hits, 0u);
 }
@@ -230,6 +242,23 @@ TEST_P(FrameCacheWalk, AReturnAddressOutsideCodeEndsTheWalk) {
   const Served served = SmashedCaptureEndsAtTheSmashedFrame();
   if (!g_log_smash_layout_ok) GTEST_SKIP() << "the return address is not beside the frame record";
   EXPECT_GT(served.frame_hits, 0u) << "the smashed capture never stepped through an entry";
+}
+
+TEST_P(FrameCacheWalk, AnEntryWhoseCfaCameFromFpServesThatFpOnly) {
+  // log_alloca_frame's frame has the same (pc, sp) under both callers and another fp: its entry,
+  // made under log_alloca_small, must not give log_alloca_big's walk the other CFA.
+  void (*const seq[])(Trace*) = {log_alloca_small, log_alloca_small, log_alloca_small,
+                                 log_alloca_big, log_alloca_small};
+  Trace cached[5], reference[5];
+  Served served[5];
+  RunBoth(seq, 5, cached, reference, served);
+  if (g_alloca_sp[0] != g_alloca_sp[1] || g_alloca_fp[0] == g_alloca_fp[1]) {
+    GTEST_SKIP() << "the two callers' frames do not give one sp and two fps here";
+  }
+  ExpectSame(cached, reference, 5, 4);  // log_leaf, log_alloca_frame, the caller, Invoke
+  ExpectNoRetry(served, 5);
+  EXPECT_NE(cached[3].pcs[2], cached[2].pcs[2]) << "the two callers must differ";
+  EXPECT_GT(served[3].frame_hits, 0u);
 }
 
 TEST_P(FrameCacheWalk, AModuleMapRebuildRetiresEveryEntry) {
@@ -352,12 +381,13 @@ TEST_P(FrameCacheWhileLogging, RandomStacksOfAFreshThreadStayExactWhicheverWayIt
     }
     const Served after = ServedSoFar();
     served = Served{after.replayed - before.replayed, after.matched - before.matched,
-                    after.frame_hits - before.frame_hits};
+                    after.frame_hits - before.frame_hits, after.full_retries - before.full_retries};
   });
   worker.join();
   EXPECT_EQ(mismatched, 0) << "of " << compared << "; " << first_mismatch;
   EXPECT_GT(served.frame_hits, 0u) << "the thread never stepped through its frame cache";
   EXPECT_GT(served.replayed, 0u) << "the thread never replayed its log";
+  EXPECT_EQ(served.full_retries, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWhileLogging,
@@ -371,3 +401,51 @@ INSTANTIATE_TEST_SUITE_P(Methods, FrameCacheWalk,
                          [](const auto& info) {
                            return info.param == STACKWALK_AUTO ? "Auto" : "EhFrame";
                          });
+
+// A thread's table goes back to the pool at its exit, before later keys' destructors run on it:
+// one that captures must go uncached, as another thread may hold the table by then.
+namespace {
+pthread_key_t g_late_key;
+bool g_late_destructor_had_a_table = true;
+void LateDestructor(void*) {
+  void* pcs[8];
+  stackwalk_backtrace(pcs, 8, STACKWALK_EHFRAME);
+  stackwalk::internal::RuleCache* cache = stackwalk::internal::RuleCache::Acquire();
+  g_late_destructor_had_a_table = cache != nullptr;
+  if (cache != nullptr) cache->Release();
+}
+}  // namespace
+
+TEST(FrameCacheThreads, AThreadPastItsTableGivenBackWalksUncached) {
+  ASSERT_EQ(pthread_key_create(&g_late_key, LateDestructor), 0);  // after the library's key
+  std::thread worker([] {
+    void* pcs[8];
+    stackwalk_backtrace(pcs, 8, STACKWALK_EHFRAME);  // claims a table
+    pthread_setspecific(g_late_key, &g_late_key);
+  });
+  worker.join();
+  pthread_key_delete(g_late_key);
+  EXPECT_FALSE(g_late_destructor_had_a_table);
+}
+
+TEST(FrameCacheThreads, AThreadThatClaimsADeadThreadsTableStartsLogging) {
+  stackwalk::internal::RuleCache* first = nullptr;
+  std::thread stepping([&] {
+    ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(true));
+    first = stackwalk::internal::RuleCache::Acquire();
+    ASSERT_NE(first->frames(), nullptr);
+    first->Release();
+  });
+  stepping.join();
+  stackwalk::internal::RuleCache* second = nullptr;
+  bool logging = false;
+  std::thread next([&] {
+    second = stackwalk::internal::RuleCache::Acquire();
+    if (second == nullptr) return;
+    logging = second->frames() == nullptr;
+    second->Release();
+  });
+  next.join();
+  if (second != first) GTEST_SKIP() << "the next thread got another table from the pool";
+  EXPECT_TRUE(logging) << "the dead thread's way of walking stayed with its table";
+}

@@ -16,6 +16,7 @@ Served ServedSoFar() {
   served.replayed = cache->log().replayed_frames() + cache->fp_log().replayed();
   served.matched = cache->log().matches();
   served.frame_hits = cache->frame_cache_hits();
+  served.full_retries = cache->full_retries();
   cache->Release();
   return served;
 }
@@ -131,6 +132,35 @@ __attribute__((noinline)) void log_smash_caller(Trace* t) {
 }
 
 
+extern "C" {
+uintptr_t g_alloca_sp[2];
+uintptr_t g_alloca_fp[2];
+// A frame whose CFA comes from fp (it allocas): its sp is (fp - n - its fixed part).
+__attribute__((noinline)) void log_alloca_frame(size_t n, Trace* t, int which) {
+  char* p = static_cast<char*>(__builtin_alloca(n));
+  p[0] = 0;
+  __asm__ volatile("" : : "r"(p) : "memory");
+  g_alloca_sp[which] = reinterpret_cast<uintptr_t>(p);
+  g_alloca_fp[which] = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  log_leaf(t);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void log_alloca_small(Trace* t) {
+  volatile uintptr_t pad[2] = {};
+  log_alloca_frame(128, t, 0);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+// 64 bytes more of frame, 64 bytes less alloca'd: log_alloca_frame's sp is the same, its fp 64
+// bytes lower. The frame's words hold a code address, which a step with the other fp's CFA
+// would read as a return address and take.
+__attribute__((noinline)) void log_alloca_big(Trace* t) {
+  volatile uintptr_t pad[10];
+  for (int i = 0; i < 10; ++i) pad[i] = reinterpret_cast<uintptr_t>(&log_leaf) + 4;
+  log_alloca_frame(64, t, 1);
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+}
+
 void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* reference, Served* served) {
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < n; ++i) {
@@ -140,7 +170,8 @@ void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* reference,
       if (pass == 0 && served != nullptr) {
         const Served after = ServedSoFar();
         served[i] = Served{after.replayed - before.replayed, after.matched - before.matched,
-                           after.frame_hits - before.frame_hits};
+                           after.frame_hits - before.frame_hits,
+                           after.full_retries - before.full_retries};
       }
       if (hold != nullptr) hold->Release();
     }

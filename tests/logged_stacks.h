@@ -38,16 +38,24 @@ void log_leaf_b(Trace* t);
 // whether the slot was the frame record's second word, as on x86_64 and AArch64.
 void log_smash_caller(Trace* t);
 extern char g_log_not_code[64];
+// log_leaf under log_alloca_frame, whose CFA comes from fp, called from two callers with frames
+// 64 bytes apart that alloca 64 bytes apart: the same sp, fp 64 bytes apart, as the frame's sp
+// and fp say (g_alloca_sp/fp[0] under log_alloca_small, [1] under log_alloca_big).
+void log_alloca_small(Trace* t);
+void log_alloca_big(Trace* t);
+extern uintptr_t g_alloca_sp[2];
+extern uintptr_t g_alloca_fp[2];
 extern int g_log_smash_calls;
 extern bool g_log_smash_layout_ok;
 }
 
 // What the thread's cache served one capture: frames replayed from a log (FrameLog, FpChainLog),
-// matches of the FrameLog, frames stepped through the FrameCache.
+// matches of the FrameLog, frames stepped through the FrameCache, walks retried uncached.
 struct Served {
   uint64_t replayed = 0;
   uint64_t matched = 0;
   uint64_t frame_hits = 0;
+  uint64_t full_retries = 0;  // walks walked again uncached after the cached walk refused a frame
 };
 
 // What the calling thread's cache has served so far (totals of the above).

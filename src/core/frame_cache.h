@@ -30,6 +30,8 @@
 
 namespace stackwalk::internal {
 
+// Zeroed arena memory is an empty cache (no key tag is 0), used as such without construction:
+// constructing one would write, and so make resident, all of its 128 KiB.
 class FrameCache {
  public:
   static constexpr int kEntries = 2048;

@@ -27,17 +27,25 @@ enum KeyState : int { kKeyNotYet = 0, kKeyReady = 1, kKeyFailed = 2 };
 pthread_key_t g_exit_key;
 std::atomic<int> g_exit_key_state{kKeyNotYet};
 
-void GiveBack(void* slot_plus_one) {
-  int slot = static_cast<int>(reinterpret_cast<intptr_t>(slot_plus_one)) - 1;
-  if (slot >= 0 && slot < RuleCache::kMaxTables) g_pool.in_use[slot].store(false);
-}
-
 __attribute__((constructor)) void CreateExitKey() {
-  g_exit_key_state.store(pthread_key_create(&g_exit_key, GiveBack) == 0 ? kKeyReady : kKeyFailed,
-                         std::memory_order_release);
+  g_exit_key_state.store(
+      pthread_key_create(&g_exit_key, RuleCache::GiveBackAtExit) == 0 ? kKeyReady : kKeyFailed,
+      std::memory_order_release);
 }
 
 }  // namespace
+
+void RuleCache::GiveBackAtExit(void* slot_plus_one) {
+  const int slot = static_cast<int>(reinterpret_cast<intptr_t>(slot_plus_one)) - 1;
+  // This thread first: once the slot is free another thread may claim the table, and two
+  // threads must never write one (a frame cache entry half of each would name another stack's
+  // slots).
+  slot_plus_one_ = -1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (slot >= 0 && slot < RuleCache::kMaxTables) {
+    g_pool.in_use[slot].store(false, std::memory_order_release);
+  }
+}
 
 int RuleCache::ClaimSlot() {
   // Registering the destructor must not allocate: glibc keeps the first 32 keys' values in
@@ -60,6 +68,7 @@ int RuleCache::ClaimSlot() {
       __atomic_store_n(&RuleCache::tables_[i], table, __ATOMIC_RELEASE);
     } else {
       table->Clear();  // a dead thread's entries
+      table->StartWindows();  // and its way of walking: the new thread's walks choose their own
     }
     pthread_setspecific(g_exit_key, reinterpret_cast<void*>(static_cast<intptr_t>(i + 1)));
     return i;
@@ -147,10 +156,8 @@ bool RuleCache::UseFrameCacheForThisThread(bool use) {
   RuleCache* cache = Acquire();
   if (cache == nullptr) return false;
   if (use && cache->frames_ == nullptr) cache->MakeFrameCache();
+  cache->StartWindows();
   cache->use_frames_ = use && cache->frames_ != nullptr;
-  cache->walks_ = 0;
-  cache->window_steps_ = 0;
-  cache->frame_windows_ = 0;
   const bool done = cache->use_frames_ == use;
   cache->Release();
   return done;

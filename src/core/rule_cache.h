@@ -137,6 +137,18 @@ class RuleCache {
   }
   // Frames a walk without the frame cache stepped with rules.
   void CountSteps(uint32_t n) { window_steps_ += n; }
+  // Logging, at the start of a window (a table a new thread claims; tests).
+  void StartWindows() {
+    use_frames_ = false;
+    walks_ = 0;
+    window_steps_ = 0;
+    frame_windows_ = 0;
+  }
+  // Walks of this thread walked again in full, uncached, after a cached walk stopped at a frame
+  // it refused (WalkToArray): a cached walk that gives what an uncached one gives needs none
+  // where the uncached one goes on (tests).
+  void CountFullRetry() { ++full_retries_; }
+  uint64_t full_retries() const { return full_retries_; }
   // Frames the thread's walks stepped through its frame cache (tests, tuning).
   uint64_t frame_cache_hits() const { return frames_ != nullptr ? frames_->hits() : 0; }
   // Has the calling thread's next kWalkWindow walks step through a frame cache (made now if it
@@ -151,6 +163,11 @@ class RuleCache {
 
   // How many pool tables threads hold now (tests: exited threads give theirs back).
   static int TablesInUse();
+
+  // The thread-exit key's destructor: the exiting thread gives its table back and goes uncached
+  // for whatever it still runs (a later key's destructor that captures or allocates), since
+  // another thread may claim the table at once.
+  static void GiveBackAtExit(void* slot_plus_one);
 
  private:
   struct Entry {
@@ -204,6 +221,7 @@ class RuleCache {
   uint32_t window_steps_ = 0;     // frames they stepped with rules, in log windows
   uint32_t frame_windows_ = 0;    // windows through the frame cache since the last log window
   bool use_frames_ = false;
+  uint64_t full_retries_ = 0;
 };
 
 }  // namespace stackwalk::internal

@@ -234,8 +234,13 @@ int WalkToArray(int method, NativeRegs& regs, StackMemory& memory, void** pcs, i
   RuleCache* cache = RuleCache::Acquire();
   bool used_compact = false;
   StepResult r = TableLoop(method, regs, memory, env, state, out, cache, &used_compact);
-  if (cache != nullptr) cache->Release();
-  if (used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable)) {
+  const bool retry =
+      used_compact && (r == StepResult::kInvalidFrame || r == StepResult::kUnreadable);
+  if (cache != nullptr) {
+    if (retry) cache->CountFullRetry();
+    cache->Release();
+  }
+  if (retry) {
     // A compact rule forgot a register some later frame needed: walk again in full.
     Emitter full = start_out;
     NativeRegs full_regs = start_regs;
