@@ -135,7 +135,7 @@ class RuleCache {
     walks_ = 0;
     window_steps_ = 0;
   }
-  // Frames a walk without the frame cache stepped with rules.
+  // Frames a logging walk did not take from its log (stepped with rules or from entries).
   void CountSteps(uint32_t n) { window_steps_ += n; }
   // Logging, at the start of a window (a table a new thread claims; tests).
   void StartWindows() {
