@@ -4,12 +4,14 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -22,11 +24,23 @@ namespace {
 
 std::mutex g_load_mutex;
 
+// A child forked while another thread was loading starts with the lock free: that thread does not
+// exist in the child, and what it was doing is not there either (a table is published by the
+// store of count_, the last step; an unpublished slot is overwritten by the next load), so a
+// fresh lock leaves the registry consistent, and the fork need not wait for a whole file's index.
+void ResetLoadMutexInChild() { new (&g_load_mutex) std::mutex(); }
+[[maybe_unused]] const int g_reset_in_child = pthread_atfork(nullptr, nullptr, ResetLoadMutexInChild);
+
 }  // namespace
 
 DebugFrameRegistry& DebugFrameRegistry::Global() {
   static DebugFrameRegistry registry;
   return registry;
+}
+
+void DebugFrameRegistry::WithLoadLock(void (*f)(void*), void* arg) {
+  std::lock_guard<std::mutex> lock(g_load_mutex);
+  f(arg);
 }
 
 bool DebugFrameRegistry::Load(const char* path, uint64_t load_bias, uint64_t object_start) {

@@ -35,6 +35,10 @@ class DebugFrameRegistry {
   // tables are never dropped. Signal safety: async-signal-safe.
   bool Find(uint64_t pc, EhFrameSection* section, uint64_t* fde) const;
 
+  // Runs f(arg) holding the lock that serializes loads, as a load does (tests: a fork while
+  // another thread loads; the child starts with the lock free).
+  static void WithLoadLock(void (*f)(void*), void* arg);
+
   int table_count() const { return count_.load(std::memory_order_acquire); }
 
  private:
