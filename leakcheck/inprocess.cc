@@ -4,6 +4,7 @@
 // patched too and unloaded ones are remembered. Stop() writes every slot back.
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ RealAllocator g_real = {};  // resolved by Start(), per symbol, from the process
 using Hooks = AllocatorHooks<g_real>;
 
 std::mutex g_mutex;  // Start, Stop, Report and the dlopen/dlclose hooks
+std::mutex g_listeners_mutex;  // the C++ listeners' list (g_cxx_listeners, below)
 bool g_started = false;
 GotPatcher* g_patcher = nullptr;  // created once, never freed
 
@@ -250,6 +252,25 @@ int DlcloseHook(void* handle) {
   return result;
 }
 
+// A fork copies a lock another thread holds as held for ever (its holder is not copied) and what
+// it guards half changed (GOT slots half patched, the listener list half grown): so a fork waits
+// for both, as glibc's malloc does for its arenas, and both are free on either side of it.
+// g_mutex comes first: its holders wait for the checker's other locks (Stop joins the reporter,
+// which holds the report lock), never the reverse; registered after the session's handlers, so
+// that this prepare runs before theirs.
+void LocksBeforeFork() {
+  g_mutex.lock();
+  g_listeners_mutex.lock();
+}
+void LocksAfterFork() {
+  g_listeners_mutex.unlock();
+  g_mutex.unlock();
+}
+void InstallLockForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(LocksBeforeFork, LocksAfterFork, LocksAfterFork); });
+}
+
 bool Preloaded() {
   // Resolves to the preloaded library's definition when it is there.
   return stackwalk_leakcheck_preloaded() != 0;
@@ -283,6 +304,7 @@ int StartWith(const Options& options) {
   if (options.report_signal != 0) StartSignalReports(options.report_signal);
   if (options.check_interval != 0) StartPeriodicChecks(s, options.check_interval);
   StartSnapshotsAsked(s);
+  InstallLockForkHandlers();  // last: see LocksBeforeFork
   g_started = true;
   return STACKWALK_LEAKCHECK_OK;
 }
@@ -424,7 +446,6 @@ void CallCxxListener(const stackwalk_leak_record* records, size_t count,
   --t_in_cxx_listener;
 }
 
-std::mutex g_listeners_mutex;
 std::vector<std::pair<int, CxxListener*>>* g_cxx_listeners = nullptr;  // never freed
 
 }  // namespace
@@ -571,6 +592,16 @@ EXPORT int stackwalk_leakcheck_add_listener(stackwalk_leak_listener listener, vo
 }
 EXPORT int stackwalk_leakcheck_remove_listener(int id) {
   return stackwalk::leakcheck::RemoveListener(id);
+}
+
+// For tests (tests/fixtures/leak_checks.cc, fork_locked): holds one of the in-process checker's
+// locks (0: g_mutex, 1: the C++ listeners') for `milliseconds`, as a thread inside Stop() or
+// AddLeakListener() would, setting *held to 1 once it has it.
+EXPORT void stackwalk_leakcheck_inprocess_hold_for_tests(int which, int milliseconds, int* held) {
+  std::mutex& lock = which == 0 ? stackwalk::leakcheck::g_mutex : stackwalk::leakcheck::g_listeners_mutex;
+  std::lock_guard<std::mutex> hold(lock);
+  __atomic_store_n(held, 1, __ATOMIC_RELEASE);
+  usleep(static_cast<useconds_t>(milliseconds) * 1000);
 }
 
 }  // extern "C"

@@ -264,4 +264,13 @@ TEST(LeakcheckChecks, InProcessPeriodicChecksGoOnInAForkedChild) {
   EXPECT_EQ(out, "child saw a check: yes\n");
 }
 
+// A fork waits for the in-process checker's locks: the child finds them free (seen killed by its
+// alarm, SIGALRM, while each was copied held).
+TEST(LeakcheckChecks, InProcessAChildForkedWhileAnotherThreadHoldsTheCheckersLocksCanUseIt) {
+  const std::string out = Output("timeout 120 " + kChecks + " fork_locked inprocess 2>&1");
+  EXPECT_EQ(out,
+            "lock 0 held at the fork: the child went on\n"
+            "lock 1 held at the fork: the child went on\n");
+}
+
 }  // namespace

@@ -105,7 +105,9 @@ class Symbolizer {
   // library was loaded or unloaded since its snapshot; an object dlclose'd since is read from its
   // file, as the module map remembers it (if a snapshot saw it loaded).
   //
-  // Thread safety: thread-safe. Signal safety: NOT async-signal-safe.
+  // Thread safety: thread-safe; its lock is the object's own, so a forked child must not use one
+  // that another thread was using at the fork (it may be copied held): make a new one there.
+  // Signal safety: NOT async-signal-safe.
   std::vector<SymbolizedFrame> Symbolize(const void* pc, bool is_return_address);
 
   // SymbolizeTrace(): Symbolize() of pcs[0..n) in trace order, each frame's `index` its
