@@ -23,7 +23,7 @@ namespace {
 
 constexpr uint64_t kSp = 0x7fff0000;
 constexpr uint64_t kPc = 0x401000;
-constexpr uint64_t kTag = FrameCache::KeyTag(7, false);
+constexpr uint64_t kKey = FrameCache::Key(kPc, false);
 
 // A rule of `kind` with the CFA at base + cfa_offset, the return address at cfa + ra_offset and
 // the caller's fp at cfa + fp_offset (0: unchanged).
@@ -49,8 +49,9 @@ RuleSlots SlotsOf(const CompactRule& rule, uint64_t cfa) {
 
 template <class Arch>
 const FrameCache::Entry* PutAndFind(FrameCache& cache, const CompactRule& rule, uint64_t cfa) {
-  cache.Put<Arch>(kPc, kSp, 0x1234, kTag, rule, cfa, SlotsOf(rule, cfa));
-  return cache.Find(kPc, kSp, kTag);
+  cache.Retag(7);
+  cache.Put<Arch>(kKey, kSp, 0x1234, rule, cfa, SlotsOf(rule, cfa));
+  return cache.Find(kKey, kSp);
 }
 
 TEST(FrameCache, KeepsAStepsCfaAndSlotsForItsFrameAndWalkKind) {
@@ -65,11 +66,15 @@ TEST(FrameCache, KeepsAStepsCfaAndSlotsForItsFrameAndWalkKind) {
   EXPECT_EQ(e->fp_slot_offset, -8);
   EXPECT_EQ(e->fp, 0x1234u);
   EXPECT_EQ(e->flags, FrameLog::kCfaFromFp | FrameLog::kRestoresFp);
-  // Another frame, an exact pc, another generation or clear count: none of them.
-  EXPECT_EQ(cache->Find(kPc, kSp + 16, kTag), nullptr);
-  EXPECT_EQ(cache->Find(kPc + 1, kSp, kTag), nullptr);
-  EXPECT_EQ(cache->Find(kPc, kSp, FrameCache::KeyTag(7, true)), nullptr);
-  EXPECT_EQ(cache->Find(kPc, kSp, FrameCache::KeyTag(8, false)), nullptr);
+  // Another frame, an exact pc: none of them.
+  EXPECT_EQ(cache->Find(kKey, kSp + 16), nullptr);
+  EXPECT_EQ(cache->Find(kKey + 1, kSp), nullptr);
+  EXPECT_EQ(cache->Find(FrameCache::Key(kPc, true), kSp), nullptr);
+  // The same tag keeps it; a walk of another generation or clear count empties the cache.
+  cache->Retag(7);
+  EXPECT_NE(cache->Find(kKey, kSp), nullptr);
+  cache->Retag(8);
+  EXPECT_EQ(cache->Find(kKey, kSp), nullptr);
   // A frame without a frame pointer: cfa = sp + 32, fp unchanged (its slot is ra's).
   const CompactRule sp_rule = RuleOf(CompactRule::Kind::kCfaSp, 32, -8, 0);
   e = PutAndFind<ArchX86_64>(*cache, sp_rule, kSp + 32);
@@ -190,16 +195,28 @@ static void AlternateMiddles(Trace* cached, Served* served) {
 }
 
 TEST_P(FrameCacheWalk, StacksThatDifferInAMiddleFrameComeWholeFromItOnceBothAreSeen) {
-  constexpr int n = kAlternations;
-  Trace cached[n];
-  Served served[n];
-  AlternateMiddles(cached, served);
   // A frame is entered the second time it is stepped (the first, a rule's first use, is a full
   // step): from the third capture of either stack on, every frame but the end's, and but two
-  // that may share a slot of the direct-mapped cache (a layout of this binary's code).
-  for (int i = 5; i < n; ++i) {
-    EXPECT_GE(served[i].frame_hits + 3, static_cast<uint64_t>(cached[i].n)) << i;
+  // that may share a slot of the direct-mapped cache. Which share one depends on the frames'
+  // sps: about one stack layout in a hundred has three or more such frames, so the captures run
+  // on up to three threads, each with a stack of its own, until one layout has at most two.
+  constexpr int n = kAlternations;
+  int layouts = 0;
+  bool whole = false;
+  while (!whole && layouts < 3) {
+    ++layouts;
+    std::thread([&whole] {
+      ASSERT_TRUE(stackwalk::internal::RuleCache::UseFrameCacheForThisThread(true));
+      Trace cached[n];
+      Served served[n];
+      AlternateMiddles(cached, served);
+      whole = true;
+      for (int i = 5; i < n; ++i) whole &= served[i].frame_hits + 3 >= uint64_t(cached[i].n);
+      stackwalk::internal::RuleCache::UseFrameCacheForThisThread(false);
+    }).join();
   }
+  EXPECT_TRUE(whole) << "more than the end's and two frames a capture missed, in " << layouts
+                     << " stack layouts";
 }
 
 TEST_P(FrameCacheWalk, TwoCaptureSitesOfOneLayoutStayExact) {

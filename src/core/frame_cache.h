@@ -10,7 +10,8 @@
 // Why it is exact: a cached rule's step from a frame computes the CFA and the slots' addresses
 // from the frame's pc (and whether it is exact: the first frame's rule is looked up at pc, the
 // others' at pc - 1), its sp, its fp where the CFA comes from fp, and the rule for pc (the rule
-// cache's tag: the module map generation and the table's clear count). An entry keeps those
+// cache's tag: the module map generation and the table's clear count; a cache holds the entries
+// of one tag and empties itself when a walk of another comes, Retag). An entry keeps those
 // addresses for that key; a walk through it reads the slots afresh, checks the return address
 // as the rule's step does (zero: the end, which the rule's step then says; outside code:
 // refused) and takes the caller's fp from its slot. The climb and the slots' bounds hold by
@@ -30,8 +31,8 @@
 
 namespace stackwalk::internal {
 
-// Zeroed arena memory is an empty cache (no key tag is 0), used as such without construction:
-// constructing one would write, and so make resident, all of its 128 KiB.
+// Zeroed arena memory is an empty cache (no key is 0 and no rule tag is), used as such without
+// construction: constructing one would write, and so make resident, all of its 128 KiB.
 class FrameCache {
  public:
   static constexpr int kEntries = 2048;
@@ -45,40 +46,51 @@ class FrameCache {
   };
 
   struct Entry {
-    uint64_t pc;
+    uint64_t key;      // Key(): the frame's pc and whether it is exact; 0: empty
     uint64_t sp;
-    uint64_t key_tag;  // KeyTag(): the rules' tag and whether pc is exact; 0: empty
     uint64_t fp;       // with FrameLog::kCfaFromFp, the fp the CFA came from
     uint64_t cfa;      // the caller's sp, above every slot the step reads
     uint64_t ra_addr;  // the return address's slot
     uint64_t fp_addr;  // with FrameLog::kRestoresFp the caller's fp's slot, else ra_addr
     uint32_t flags;
     int32_t fp_slot_offset;  // fp_addr - ra_addr, as the frame log keeps it
+    uint64_t unused;         // one cache line an entry
   };
   static_assert(sizeof(Entry) == 64, "one cache line an entry");
 
-  // The tag an entry is valid for: the rule cache's tag of the walk (RuleCache::Tag) and whether
-  // the frame's pc is exact.
-  static constexpr uint64_t KeyTag(uint64_t rule_tag, bool exact) {
-    return rule_tag * 2 + (exact ? 1 : 0);
-  }
+  // An entry's key: the frame's pc, and whether it is exact (a walk's first frame: its rule is
+  // looked up at pc, the others' at pc - 1) in a bit no code address has.
+  static constexpr uint64_t kExactPc = 1ull << 63;
+  static constexpr uint64_t Key(uint64_t pc, bool exact) { return pc | (exact ? kExactPc : 0); }
 
-  static uint32_t Slot(uint64_t pc, uint64_t sp) {
-    return static_cast<uint32_t>(((pc ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> 53) &
+  static uint32_t Slot(uint64_t key, uint64_t sp) {
+    return static_cast<uint32_t>(((key ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> 53) &
            (kEntries - 1);
   }
 
-  // The entry for the frame (pc, sp) of a walk of `key_tag`, or null. The caller checks fp.
-  const Entry* Find(uint64_t pc, uint64_t sp, uint64_t key_tag) const {
-    const Entry& e = entries_[Slot(pc, sp)];
-    return e.pc == pc && e.sp == sp && e.key_tag == key_tag ? &e : nullptr;
+  // Keeps the entries of walks of `rule_tag` (RuleCache::Tag) only: a walk of another tag (a
+  // library loaded or unloaded, the rule table cleared) empties the cache first. Each walk calls
+  // it before Find() and Put(), so that they need not compare tags frame by frame.
+  void Retag(uint64_t rule_tag) {
+    if (rule_tag == rule_tag_) return;
+    if (written_) {
+      for (Entry& e : entries_) e.key = 0;
+      written_ = false;
+    }
+    rule_tag_ = rule_tag;
   }
 
-  // Enters the step from (pc, sp, fp) by `rule` to `cfa`, which read `slots`, if it may be
-  // entered (see the file comment).
+  // The entry for the frame (Key(pc, exact), sp), or null. The caller checks fp.
+  const Entry* Find(uint64_t key, uint64_t sp) const {
+    const Entry& e = entries_[Slot(key, sp)];
+    return e.key == key && e.sp == sp ? &e : nullptr;
+  }
+
+  // Enters the step from the frame (Key(pc, exact), sp, fp) by `rule` to `cfa`, which read
+  // `slots`, if it may be entered (see the file comment).
   template <class Arch>
-  void Put(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t key_tag, const CompactRule& rule,
-           uint64_t cfa, const RuleSlots& slots) {
+  void Put(uint64_t key, uint64_t sp, uint64_t fp, const CompactRule& rule, uint64_t cfa,
+           const RuleSlots& slots) {
     if (rule.ra_offset == 0 || rule.r7_offset != 0) return;  // a register, not a slot
     uint32_t flags = 0;
     if constexpr (Arch::kLr >= 0) {
@@ -95,16 +107,16 @@ class FrameCache {
     }
     if (rule.kind == CompactRule::Kind::kCfaFp) flags |= FrameLog::kCfaFromFp;
     if (rule.fp_offset != 0) flags |= FrameLog::kRestoresFp;
-    Entry& e = entries_[Slot(pc, sp)];
-    e.pc = pc;
+    Entry& e = entries_[Slot(key, sp)];
+    e.key = key;
     e.sp = sp;
-    e.key_tag = key_tag;
     e.fp = fp;
     e.cfa = cfa;
     e.ra_addr = slots.ra_addr;
     e.fp_addr = fp_addr;
     e.flags = flags;
     e.fp_slot_offset = static_cast<int32_t>(fp_addr - slots.ra_addr);
+    written_ = true;
   }
 
   // Frames taken from entries, over the thread's life (tests, tuning).
@@ -113,6 +125,8 @@ class FrameCache {
 
  private:
   Entry entries_[kEntries];
+  uint64_t rule_tag_ = 0;  // the tag of the walks that made the entries; 0: none yet
+  bool written_ = false;   // an entry was made since the cache was last emptied
   mutable uint64_t hits_ = 0;  // a statistic: counted by walks that only read the entries
 };
 
