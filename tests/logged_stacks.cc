@@ -17,6 +17,7 @@ Served ServedSoFar() {
   served.matched = cache->log().matches();
   served.frame_hits = cache->frame_cache_hits();
   served.full_retries = cache->full_retries();
+  served.frame_ends = cache->frame_cache_ends();
   cache->Release();
   return served;
 }
@@ -171,7 +172,8 @@ void RunBoth(void (*const* seq)(Trace*), int n, Trace* cached, Trace* reference,
         const Served after = ServedSoFar();
         served[i] = Served{after.replayed - before.replayed, after.matched - before.matched,
                            after.frame_hits - before.frame_hits,
-                           after.full_retries - before.full_retries};
+                           after.full_retries - before.full_retries,
+                           after.frame_ends - before.frame_ends};
       }
       if (hold != nullptr) hold->Release();
     }

@@ -56,6 +56,7 @@ struct Served {
   uint64_t matched = 0;
   uint64_t frame_hits = 0;
   uint64_t full_retries = 0;  // walks walked again uncached after the cached walk refused a frame
+  uint64_t frame_ends = 0;    // walks ended by a frame cache entry (the end of the stack)
 };
 
 // What the calling thread's cache has served so far (totals of the above).

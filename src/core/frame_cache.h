@@ -42,6 +42,7 @@ class FrameCache {
   // keeps as the frame log records them.
   enum : uint32_t {
     kRestoresLr = 1u << 16,  // AArch64: the caller's lr is the return address (the same slot)
+    kEndsStack = 1u << 17,   // the frame's rule says the stack ends here (PutEnd)
     kLogFlags = 0xffff,
   };
 
@@ -119,15 +120,32 @@ class FrameCache {
     written_ = true;
   }
 
-  // Frames taken from entries, over the thread's life (tests, tuning).
+  // Enters that the frame's rule ends the stack (its return address is undefined: the rule alone
+  // says so, whatever the registers). Its CFA lies above every region's end, so that a walk stops
+  // at the entry as at one whose slots would leave the region, and only then reads its flags:
+  // the common step checks nothing more.
+  void PutEnd(uint64_t key, uint64_t sp) {
+    Entry& e = entries_[Slot(key, sp)];
+    e = Entry{};
+    e.key = key;
+    e.sp = sp;
+    e.cfa = ~uint64_t{0};
+    e.flags = kEndsStack;
+    written_ = true;
+  }
+
+  // Frames taken from entries, and walks ended by one, over the thread's life (tests, tuning).
   uint64_t hits() const { return hits_; }
   void AddHits(uint64_t n) const { hits_ += n; }
+  uint64_t ends() const { return ends_; }
+  void AddEnd() const { ++ends_; }
 
  private:
   Entry entries_[kEntries];
   uint64_t rule_tag_ = 0;  // the tag of the walks that made the entries; 0: none yet
   bool written_ = false;   // an entry was made since the cache was last emptied
-  mutable uint64_t hits_ = 0;  // a statistic: counted by walks that only read the entries
+  mutable uint64_t hits_ = 0;  // statistics: counted by walks that only read the entries
+  mutable uint64_t ends_ = 0;
 };
 
 }  // namespace stackwalk::internal

@@ -151,6 +151,7 @@ class RuleCache {
   uint64_t full_retries() const { return full_retries_; }
   // Frames the thread's walks stepped through its frame cache (tests, tuning).
   uint64_t frame_cache_hits() const { return frames_ != nullptr ? frames_->hits() : 0; }
+  uint64_t frame_cache_ends() const { return frames_ != nullptr ? frames_->ends() : 0; }
   // Has the calling thread's next kWalkWindow walks step through a frame cache (made now if it
   // has none; false if none can be had) or log their frames, taking stepped frames from the
   // frame cache's entries if it has one (tests: each way checked against uncached walks).
