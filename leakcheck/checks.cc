@@ -345,12 +345,16 @@ void ListenersAfterForkChild() {
 
 }  // namespace
 
-bool StartPeriodicChecks(State& state, int seconds) {
-  if (seconds <= 0 || g_checker_running.load()) return false;
+void InstallPeriodicCheckForkHandlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(ListenersBeforeFork, ListenersAfterForkParent, ListenersAfterForkChild);
   });
+}
+
+bool StartPeriodicChecks(State& state, int seconds) {
+  if (seconds <= 0 || g_checker_running.load()) return false;
+  InstallPeriodicCheckForkHandlers();
   g_check_state = &state;
   g_interval = seconds;
   return LaunchChecker();

@@ -65,6 +65,10 @@ void CallListeners(const CheckRun& run);
 // append_report, then the listeners): all signals blocked, under a ReentryGuard, launched again
 // in a forked child. False if it could not be started (or already runs).
 bool StartPeriodicChecks(State& state, int seconds);
+// Registers the periodic checks' fork handlers, once (StartPeriodicChecks does). A caller holding
+// a lock another fork handler waits for registers them before taking it: pthread_atfork waits
+// for a fork that is running its handlers.
+void InstallPeriodicCheckForkHandlers();
 // Ends the thread (in-process Stop()); waits for a check it is running.
 void StopPeriodicChecks();
 

@@ -256,8 +256,10 @@ int DlcloseHook(void* handle) {
 // it guards half changed (GOT slots half patched, the listener list half grown): so a fork waits
 // for both, as glibc's malloc does for its arenas, and both are free on either side of it.
 // g_mutex comes first: its holders wait for the checker's other locks (Stop joins the reporter,
-// which holds the report lock), never the reverse; registered after the session's handlers, so
-// that this prepare runs before theirs.
+// which holds the report lock), never the reverse; registered after every other handler of the
+// checker, so that this prepare runs before theirs, and all of them before StartWith takes
+// g_mutex: pthread_atfork waits for a fork that is running its handlers, this one waiting for
+// g_mutex.
 void LocksBeforeFork() {
   g_mutex.lock();
   g_listeners_mutex.lock();
@@ -280,6 +282,10 @@ int StartWith(const Options& options) {
   if (Preloaded()) return STACKWALK_LEAKCHECK_PRELOADED;
   ReentryGuard own;
   ResolveReals();
+  InstallForkHandlers();
+  InstallPeriodicCheckForkHandlers();
+  InstallSnapshotForkHandlers();
+  InstallLockForkHandlers();  // last: see LocksBeforeFork
   std::lock_guard<std::mutex> hold(g_mutex);
   if (g_started) return STACKWALK_LEAKCHECK_ALREADY_STARTED;
   State& s = GlobalState();
@@ -300,11 +306,9 @@ int StartWith(const Options& options) {
     return STACKWALK_LEAKCHECK_NOTHING_HOOKED;
   }
   KeepReportDestination();
-  InstallForkHandlers();
   if (options.report_signal != 0) StartSignalReports(options.report_signal);
   if (options.check_interval != 0) StartPeriodicChecks(s, options.check_interval);
   StartSnapshotsAsked(s);
-  InstallLockForkHandlers();  // last: see LocksBeforeFork
   g_started = true;
   return STACKWALK_LEAKCHECK_OK;
 }

@@ -123,13 +123,17 @@ void EndSnapshots() {
   g_ended = true;
 }
 
+void InstallSnapshotForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, AfterForkChild); });
+}
+
 bool StartSnapshots(State& state, int signo, int interval_s) {
   if ((signo == 0 && interval_s <= 0) || signo < 0 || signo >= NSIG || interval_s < 0 ||
       state.options.dump[0] == '\0' || g_running.load()) {
     return false;
   }
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, AfterForkChild); });
+  InstallSnapshotForkHandlers();
   g_state = &state;
   g_signal = signo;
   g_interval_s = interval_s;

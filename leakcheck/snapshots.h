@@ -30,6 +30,9 @@ void EndSnapshots();
 // child): a snapshot on each `signo` (0: none) and every `interval_s` seconds (0: none). False if
 // neither is asked, no dump file is set, the handler or the thread could not be set up.
 bool StartSnapshots(State& state, int signo, int interval_s);
+// Registers the snapshots' fork handler, once (StartSnapshots does; see
+// InstallPeriodicCheckForkHandlers for why a caller may do it first).
+void InstallSnapshotForkHandlers();
 // Starts the snapshots the options ask for (snapshot_signal, snapshot_interval), if any; when
 // they cannot be taken (no dump file; the report's signal; no thread) says why on stderr and
 // takes none. False if asked and not started.

@@ -75,7 +75,10 @@ class FrameCache {
   void Retag(uint64_t rule_tag) {
     if (rule_tag == rule_tag_) return;
     if (written_) {
-      for (Entry& e : entries_) e.key = 0;
+      for (Entry& e : entries_) {
+        e.key = 0;
+        e.sp = 0;  // no walk's sp: an emptied entry matches no frame, pc 0 included
+      }
       written_ = false;
     }
     rule_tag_ = rule_tag;
