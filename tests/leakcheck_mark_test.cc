@@ -531,6 +531,60 @@ TEST(Mark, AgreesWithAPlainMarkerOnARandomGraph) {
   EXPECT_GT(std::count(marks.begin(), marks.end(), 0), 40);
 }
 
+TEST(Mark, AgreesWithAPlainMarkerOverManyClusters) {
+  // Blocks carved from one mapping: runs of small blocks a few bytes to 4 KiB apart, gaps of 4 KiB
+  // to 200 KiB between runs, and blocks of 64 KiB and more: each large block and each run is a
+  // cluster of the scan's index (hundreds of them, past the count it searches without its granule
+  // table), several of them in one 64 KiB granule. Words point into blocks, just past their ends
+  // and into the gaps.
+  std::mt19937_64 rng(18);
+  struct Placed { size_t offset, size; };
+  std::vector<Placed> placed;
+  size_t at = 4096;
+  for (int i = 0; i < 2000; ++i) {
+    const unsigned kind = rng() % 10;
+    if (kind < 3) at += 4096 + 16 * (1 + rng() % 12500);  // a new cluster
+    else at += 16 * (rng() % 256);                    // the same run
+    const size_t size = kind == 9 ? (size_t{64} << 10) + 16 * (rng() % 2048) : 16 + 16 * (rng() % 20);
+    placed.push_back({at, size});
+    at += size;
+  }
+  const size_t length = at + 4096;
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  std::vector<Allocation> blocks;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    blocks.push_back(Allocation{lo + placed[i].offset, placed[i].size, i,
+                                static_cast<uint32_t>(i + 1), 1});
+  }
+  auto any_word = [&]() -> uintptr_t {
+    const Placed& p = placed[rng() % placed.size()];
+    switch (rng() % 4) {
+      case 0: return lo + p.offset + p.size;  // just past the block
+      case 1: return lo + p.offset - 8 * (1 + rng() % 64);  // before it: a gap or another block
+      default: return lo + p.offset + 8 * (rng() % (p.size / 8));
+    }
+  };
+  for (const Placed& p : placed) {
+    auto* words = reinterpret_cast<uintptr_t*>(lo + p.offset);
+    const size_t edges = rng() % 4;
+    for (size_t e = 0; e < edges; ++e) words[rng() % (p.size / 8)] = any_word();
+  }
+  std::vector<uintptr_t> root_words;
+  for (int r = 0; r < 100; ++r) root_words.push_back(any_word());
+  RootSet roots;
+  AddWords(&roots, root_words);
+  std::vector<uint8_t> marks(blocks.size(), 0);
+  DirectReader reader;
+  ScratchArena scratch;
+  ASSERT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &scratch));
+  EXPECT_EQ(marks, ReferenceMark(blocks, root_words));
+  EXPECT_GT(std::count(marks.begin(), marks.end(), 1), 100);
+  EXPECT_GT(std::count(marks.begin(), marks.end(), 0), 100);
+  munmap(base, length);
+}
+
 TEST(Mark, ScratchExhaustionIsReported) {
   Heap heap(std::vector<size_t>(10000, 32));
   Link(heap, 0, 10000);

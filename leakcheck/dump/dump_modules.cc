@@ -88,6 +88,11 @@ DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
   // Every frame is a return address: its object is the one holding the call, a byte back.
   const uint64_t lookup = pc - 1;
   internal::ModuleMap& map = internal::ModuleMap::Global();
+  const uint64_t rebuilds = map.rebuild_count();
+  if (last_extent_.index != kUnknownModule && last_extent_.rebuilds == rebuilds &&
+      lookup - last_extent_.lo < last_extent_.hi - last_extent_.lo) {
+    return frame(last_extent_.index, last_extent_.load_bias);
+  }
   DumpFrame found = frame(kUnknownModule, 0);
   bool loaded = false;
   map.FindRefreshing(lookup, [&](const internal::Module& m) {
@@ -96,6 +101,7 @@ DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
     // One loaded at its address since the list was taken is not listed: the one unloaded
     // there last may be.
     loaded = found.module != kUnknownModule;
+    if (loaded) last_extent_ = {rebuilds, m.extent.lo, m.extent.hi, m.load_bias, found.module};
     return true;
   });
   internal::UnloadedModule unloaded;

@@ -61,6 +61,17 @@ class ModuleIndexer {
   std::map<std::pair<std::string, uint64_t>, uint32_t> index_;  // (path, bias) -> index
   std::vector<Loaded> loaded_;
   size_t last_loaded_ = 0;  // the one a frame was in last: consecutive frames share modules
+
+  // The extent of the listed loaded module a frame was in last, while the module map has built
+  // no snapshot since: consecutive frames mostly share one, and the map's lookup (a snapshot
+  // pinned by two atomic increments, a binary search) and the module's match by path were about
+  // half of the dump's time over clang's 1.3 million frames at exit.
+  struct LastExtent {
+    uint64_t rebuilds = 0;  // ModuleMap::rebuild_count() before the lookup that found it
+    uint64_t lo = 0, hi = 0, load_bias = 0;
+    uint32_t index = kUnknownModule;
+  };
+  LastExtent last_extent_;
 };
 
 }  // namespace stackwalk::leakcheck::dump

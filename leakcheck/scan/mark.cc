@@ -41,7 +41,11 @@ uint64_t BlockEnd(const Allocation& block) {
 
 // Which block a word points into, through a page index: per cluster of nearby blocks, for each
 // 256-byte page the first block starting at or after it; the candidate is then found by a binary
-// search among the blocks of one page, or is the block that began before it.
+// search among the blocks of one page, or is the block that began before it. A word's cluster is
+// found through a hash table of the 64 KiB granules the clusters overlap when they are many: a
+// binary search over all clusters (thousands in clang's heap at exit, most of them one large block) was a chain of
+// dependent loads for every word that fell between the lowest and highest block, most of a
+// scan's time there.
 class BlockIndex {
  public:
   static constexpr size_t kNone = SIZE_MAX;
@@ -60,6 +64,7 @@ class BlockIndex {
     clusters_ = scratch->AllocateArray<Cluster>(clusters);
     uint32_t* pages = scratch->AllocateArray<uint32_t>(entries);
     if (clusters_ == nullptr || pages == nullptr) return false;
+    size_t granules = 0;
     // Pass 2: fill them.
     cluster_count_ = 0;
     ForEachCluster([&](size_t first, size_t end, uint64_t lo, uint64_t hi) {
@@ -79,24 +84,36 @@ class BlockIndex {
       }
       pages[count] = static_cast<uint32_t>(end);
       pages += count + 1;
+      granules += Granules(c);
     });
     low_ = clusters_[0].lo;
     high_ = clusters_[cluster_count_ - 1].hi;
-    return true;
+    return BuildGranules(granules, scratch);
   }
 
   // The block `word` points into (kNone if none, or if it points at the next chunk's header).
-  size_t Find(uintptr_t word) const {
+  // Inlined into the scan loop: a call a word cost 15-25 % on a heap of small blocks.
+  __attribute__((always_inline)) size_t Find(uintptr_t word) const {
     const uint64_t w = word;
     if (w < low_ || w >= high_) return kNone;
-    // The last cluster starting at or below w.
+    // The clusters overlapping w's granule; of them, the last starting at or below w.
     size_t lo = 0, hi = cluster_count_;
+    if (granules_ != nullptr) {
+      const uint64_t key = (w >> kGranuleShift) + 1;
+      size_t s = GranuleHash(key);
+      while (granules_[s].key != key) {
+        if (granules_[s].key == 0) return kNone;
+        s = (s + 1) & granule_mask_;
+      }
+      lo = granules_[s].first;
+      hi = granules_[s].end;
+    }
     while (hi - lo > 1) {
       const size_t mid = (lo + hi) / 2;
       if (clusters_[mid].lo <= w) lo = mid; else hi = mid;
     }
     const Cluster& c = clusters_[lo];
-    if (w >= c.hi) return kNone;
+    if (w < c.lo || w >= c.hi) return kNone;
     const uint64_t k = c.single ? 0 : (w >> kPageShift) - c.page0;
     size_t first = c.pages[k], end = c.pages[k + 1];
     // The last block of this page starting at or below w, else the one before the page.
@@ -121,8 +138,52 @@ class BlockIndex {
     uint32_t* pages;   // per page from page0: the first block starting at or after it; then the end
   };
 
+  // A granule's slot: its number plus one (0: an empty slot) and the clusters overlapping it.
+  struct Granule {
+    uint64_t key;
+    uint32_t first, end;
+  };
+  static constexpr unsigned kGranuleShift = 16;
+  // Up to this many clusters a binary search over them all is as cheap as the table's probe
+  // (leak_mark_benchmark: one cluster of 100,000 small blocks 15 % slower through the table, 200
+  // large blocks the same, 2,000 25 % faster).
+  static constexpr size_t kSearchedClusters = 128;
+
   static size_t Pages(uint64_t lo, uint64_t hi) {
     return static_cast<size_t>(((hi - 1) >> kPageShift) - (lo >> kPageShift) + 1);
+  }
+  static size_t Granules(const Cluster& c) {
+    return static_cast<size_t>(((c.hi - 1) >> kGranuleShift) - (c.lo >> kGranuleShift) + 1);
+  }
+  size_t GranuleHash(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> granule_shift_);
+  }
+
+  // The granule table at most half full, from the clusters in address order (clusters sharing a
+  // granule are adjacent, so each granule's clusters are one range).
+  bool BuildGranules(size_t upper_bound, ScratchArena* scratch) {
+    if (cluster_count_ <= kSearchedClusters) return true;
+    unsigned bits = 4;
+    while ((size_t{1} << bits) < 2 * upper_bound) ++bits;
+    granules_ = scratch->AllocateArray<Granule>(size_t{1} << bits);
+    if (granules_ == nullptr) return false;
+    granule_mask_ = (size_t{1} << bits) - 1;
+    granule_shift_ = 64 - bits;
+    Granule* last = nullptr;
+    for (size_t i = 0; i < cluster_count_; ++i) {
+      const Cluster& c = clusters_[i];
+      for (uint64_t g = c.lo >> kGranuleShift; g <= (c.hi - 1) >> kGranuleShift; ++g) {
+        if (last != nullptr && last->key == g + 1) {
+          last->end = static_cast<uint32_t>(i + 1);
+          continue;
+        }
+        size_t s = GranuleHash(g + 1);
+        while (granules_[s].key != 0) s = (s + 1) & granule_mask_;
+        last = &granules_[s];
+        *last = {g + 1, static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1)};
+      }
+    }
+    return true;
   }
 
   // fn(first, end, lo, hi) for each cluster of blocks [first, end): blocks closer than
@@ -152,6 +213,9 @@ class BlockIndex {
   Cluster* clusters_ = nullptr;
   size_t cluster_count_ = 0;
   uint64_t low_ = 0, high_ = 0;
+  Granule* granules_ = nullptr;
+  size_t granule_mask_ = 0;
+  unsigned granule_shift_ = 64;
 };
 
 // Reads memory through the MemoryReader in bounded chunks (a chunk that fails is retried page by
