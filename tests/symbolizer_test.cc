@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -125,18 +126,23 @@ TEST(Symbolizer, UnknownAddressesAndUnreadableFiles) {
   EXPECT_EQ(symbolizer.SymbolizeFile("/etc", 0x1000).status().message(), "/etc: is a directory");
 }
 
+// The named trace of a std::thread's start (this test, libstdc++, libc).
+static std::vector<stackwalk::SymbolizedFrame> TraceOfAThread(stackwalk::Symbolizer& symbolizer) {
+  void* pcs[64];
+  int n = 0;
+  std::thread t([&] { n = stackwalk_backtrace(pcs, 64, STACKWALK_AUTO); });
+  t.join();
+  return symbolizer.SymbolizeTrace(pcs, n, false);
+}
+
 // A std::thread's stack passes through libstdc++'s thread start routine, a local function its
 // stripped .dynsym does not name. The frame stays unnamed (with its module and offset) rather
 // than named as the exported function below it, past that one's size, as binutils names it
 // (std::error_code::default_error_condition() const on Debian 12's libstdc++).
 TEST(Symbolizer, ThreadStartInLibstdcxxIsNotNamedAsTheExportBelowIt) {
-  void* pcs[64];
-  int n = 0;
-  std::thread t([&] { n = stackwalk_backtrace(pcs, 64, STACKWALK_AUTO); });
-  t.join();
-  ASSERT_GT(n, 2);
   stackwalk::Symbolizer symbolizer;
-  std::vector<stackwalk::SymbolizedFrame> frames = symbolizer.SymbolizeTrace(pcs, n, false);
+  std::vector<stackwalk::SymbolizedFrame> frames = TraceOfAThread(symbolizer);
+  ASSERT_GT(frames.size(), 2u);
   const stackwalk::SymbolizedFrame* start = nullptr;
   for (const auto& f : frames) {
     if (f.module.find("libstdc++") != std::string::npos) start = &f;
@@ -154,6 +160,52 @@ TEST(Symbolizer, ThreadStartInLibstdcxxIsNotNamedAsTheExportBelowIt) {
   ASSERT_NE(std::fgets(name, sizeof(name), p), nullptr);
   pclose(p);
   EXPECT_STRNE(name, "??\n");
+}
+
+// Files opened together (OpenFiles, several threads) name every frame as files opened by their
+// first lookup do; a file that cannot be read still says why when looked up; and lookups from
+// other threads go on while files open.
+TEST(Symbolizer, FilesOpenedTogetherNameAsFilesOpenedOneByOne) {
+  stackwalk::Symbolizer in_process;
+  std::vector<stackwalk::SymbolizedFrame> traced = TraceOfAThread(in_process);
+  ASSERT_GT(traced.size(), 2u);
+  traced.push_back({});
+  traced.back().module = CHAIN_LIB_PATH;
+  traced.back().module_offset = 0x1001;
+  std::vector<std::string> paths;
+  for (const auto& f : traced) {
+    if (!f.module.empty()) paths.push_back(f.module);
+  }
+  paths.push_back("/nonexistent/file");
+  paths.push_back("/etc/hostname");
+  ASSERT_GE(paths.size(), 5u);
+  auto describe = [](stackwalk::Symbolizer& s, const std::string& path, uint64_t offset) {
+    auto frames = s.SymbolizeFile(path, offset);
+    if (!frames.ok()) return std::string(frames.status().message());
+    std::string out;
+    for (const auto& f : *frames) {
+      out += f.function + " " + f.file + ":" + std::to_string(f.line) + (f.inlined ? " i" : "") + ";";
+    }
+    return out;
+  };
+  stackwalk::Symbolizer one_by_one, together;
+  std::atomic<bool> opening{true};
+  std::thread meanwhile([&] {  // a lookup in a file opened by its lookup, while others open
+    while (opening.load()) describe(together, "/etc/hostname", 0x1000);
+  });
+  together.OpenFiles(paths);
+  together.OpenFiles(paths);  // all open already: nothing to do
+  opening.store(false);
+  meanwhile.join();
+  for (const auto& f : traced) {
+    if (f.module.empty()) continue;
+    const uint64_t offset = f.module_offset - 1;
+    EXPECT_EQ(describe(together, f.module, offset), describe(one_by_one, f.module, offset))
+        << f.module << "+" << offset;
+  }
+  EXPECT_EQ(describe(together, "/nonexistent/file", 0x1000),
+            "/nonexistent/file: No such file or directory");
+  EXPECT_EQ(describe(together, "/etc/hostname", 0x1000), "/etc/hostname: not an ELF file");
 }
 
 // The public API stackwalk-symbolize uses: sections and file offsets against binutils' readelf,

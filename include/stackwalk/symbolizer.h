@@ -126,6 +126,13 @@ class Symbolizer {
                                                              uint64_t address,
                                                              const FileQuery& query);
 
+  // OpenFiles(): opens those of `paths` not open yet, several at once (a thread each, up to the
+  // machine's cores), so that the SymbolizeFile() lookups after it find them open: what a caller
+  // about to name frames of many files does first (stackwalk-report, the leak checker's
+  // launcher). Opening is most of naming a few frames of a large object (its symbol table
+  // sorted, its DWARF's index). A file that cannot be read, or whose opening ran out of memory,
+  // is left to the lookup that needs it (which says why). Thread safety: thread-safe.
+  void OpenFiles(const std::vector<std::string>& paths);
   // FileOffsetToAddress(): the link-time address that file offset `offset` of `path` is loaded
   // at (through its PT_LOAD segments), for addresses read through a process's maps. NotFound if
   // the file cannot be read or no segment holds the offset.

@@ -104,6 +104,23 @@ const std::string& DumpNamer::FileFor(uint32_t index) {
   return files_[index];
 }
 
+void DumpNamer::OpenFiles(const std::vector<ToName>& stacks) {
+  std::vector<std::string> files;
+  std::vector<uint8_t> listed(dump_.modules.size(), 0);
+  for (const ToName& s : stacks) {
+    for (int i = 0; i < static_cast<int>(s.stack->frames.size()); ++i) {
+      const uint32_t module = s.stack->frames[i].module;
+      if (module == kUnknownModule) continue;
+      const std::string& file = FileFor(module);
+      if (i < s.look_up && !file.empty() && !listed[module]) {
+        listed[module] = 1;
+        files.push_back(file);
+      }
+    }
+  }
+  symbolizer_->OpenFiles(files);
+}
+
 std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up) {
   std::vector<SymbolizedFrame> named;
   for (int i = 0; i < static_cast<int>(stack.frames.size()); ++i) {

@@ -33,6 +33,17 @@ class DumpNamer {
   // alone (a report names only the stacks it shows).
   std::vector<SymbolizedFrame> Name(const DumpStack& stack, int look_up = INT_MAX);
 
+  // Opens, several at once (Symbolizer::OpenFiles), the files that Name(*s.stack, s.look_up)
+  // would look frames up in, for each of `stacks`: naming them after finds every file open, and
+  // the objects are read in parallel rather than one by one as the first frame of each comes.
+  // Each module's file is decided here as Name would, in the same order, so missing() lists the
+  // same modules in the same order as without.
+  struct ToName {
+    const DumpStack* stack;
+    int look_up;
+  };
+  void OpenFiles(const std::vector<ToName>& stacks);
+
   // The modules with frames to name that had no file to name them from, with why.
   const std::vector<std::string>& missing() const { return missing_; }
 

@@ -90,16 +90,24 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
     if (static_cast<Verdict>(b.verdict) != Verdict::kReachable) shown.insert(b.stack_id);
   }
   std::vector<NamedStack> stacks(stack_index.size());
+  std::vector<DumpNamer::ToName> to_name;
+  std::vector<uint8_t> listed(stack_index.size(), 0);
   for (const DumpStack& s : dump.stacks) {
-    NamedStack& named = stacks[stack_index.at(s.id)];
-    if (named.earliest != UINT64_MAX) continue;  // a stack listed twice: its first
+    const uint32_t index = stack_index.at(s.id);
+    if (listed[index]) continue;  // a stack listed twice: its first
     if (s.earliest == UINT64_MAX) continue;  // no live block: the profile's, not the report's
-    named.earliest = s.earliest;
-    for (const DumpFrame& f : s.frames) {
+    listed[index] = 1;
+    to_name.push_back({&s, show_reachable || shown.count(s.id) != 0 ? INT_MAX : 1});
+  }
+  namer->OpenFiles(to_name);  // the objects read in parallel, not as their first frame comes
+  for (const DumpNamer::ToName& s : to_name) {
+    NamedStack& named = stacks[stack_index.at(s.stack->id)];
+    named.earliest = s.stack->earliest;
+    for (const DumpFrame& f : s.stack->frames) {
       named.pcs.push_back(static_cast<uintptr_t>(
           f.module == kUnknownModule ? f.offset : dump.modules[f.module].load_bias + f.offset));
     }
-    named.frames = namer->Name(s, show_reachable || shown.count(s.id) != 0 ? INT_MAX : 1);
+    named.frames = namer->Name(*s.stack, s.look_up);
   }
   if (!namer->missing().empty()) {
     report.naming_error = "no file for " + std::to_string(namer->missing().size()) +

@@ -6,9 +6,14 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
+#include <system_error>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -290,6 +295,52 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeTrace(void* const* pcs, int n,
     return all;
   } catch (const std::bad_alloc&) {
     return {};
+  }
+}
+
+void Symbolizer::OpenFiles(const std::vector<std::string>& paths) {
+  if (impl_ == nullptr) return;
+  try {
+    std::vector<std::string> todo;
+    std::string debug_root;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      std::set<std::string> listed;
+      for (const std::string& path : paths) {
+        if (impl_->objects.count(path) == 0 && listed.insert(path).second) todo.push_back(path);
+      }
+      debug_root = impl_->debug_root;
+    }
+    if (todo.size() < 2) return;  // one file: its first lookup opens it as soon
+    // Opened outside the lock (lookups in files already open go on meanwhile), then kept.
+    std::vector<std::unique_ptr<Object>> opened(todo.size());
+    std::atomic<size_t> next{0};
+    auto open_next = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        try {
+          errno = 0;
+          auto object = std::make_unique<Object>();
+          object->Load(todo[i], debug_root);
+          if (errno != ENOMEM) opened[i] = std::move(object);  // libdw's sign of a failed malloc
+        } catch (const std::bad_alloc&) {
+        }
+      }
+    };
+    const size_t threads =
+        std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> helpers;
+    try {
+      while (helpers.size() + 1 < threads) helpers.emplace_back(open_next);
+    } catch (const std::system_error&) {  // no thread: the ones there are (this one) do all
+    }
+    open_next();
+    for (std::thread& t : helpers) t.join();
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    for (size_t i = 0; i < todo.size(); ++i) {
+      // A lookup meanwhile may have opened the same file: the first kept stays.
+      if (opened[i] != nullptr) impl_->objects.emplace(todo[i], std::move(opened[i]));
+    }
+  } catch (const std::bad_alloc&) {
   }
 }
 
