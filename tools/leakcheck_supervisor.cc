@@ -112,6 +112,8 @@ class DumpRenderer {
   const UntrackedCounts& program_untracked() const { return program_untracked_; }
 
  private:
+  static constexpr uint64_t kMostReserved = uint64_t{1} << 30;
+
   // Each dump says its length in its header (dump_format.h): rendered once it is all here.
   void RenderWholeDumps() {
     while (pending_.size() >= dump::kHeaderBytes) {
@@ -119,9 +121,19 @@ class DumpRenderer {
       uint64_t length = 0;
       for (int i = 7; i >= 0; --i) length = length << 8 | static_cast<uint8_t>(pending_[16 + i]);
       if (length < dump::kHeaderBytes) return;  // corrupt: Finish says so
-      if (pending_.size() < length) return;
-      const std::string one = pending_.substr(0, length);
-      pending_.erase(0, length);
+      if (pending_.size() < length) {
+        // Room for the whole dump at once (clang's at exit is ~21 MB), not doubled as it comes;
+        // a length past what a dump can be is not trusted with memory.
+        if (length <= kMostReserved) pending_.reserve(length);
+        return;
+      }
+      std::string one;
+      if (pending_.size() == length) {
+        one.swap(pending_);  // the usual case: nothing after it yet, nothing copied
+      } else {
+        one = pending_.substr(0, length);
+        pending_.erase(0, length);
+      }
       const dump::DecodedDumps decoded =
           dump::DecodeDumps(reinterpret_cast<const uint8_t*>(one.data()), one.size());
       for (const auto& d : decoded.dumps) Render(d, one);
