@@ -224,6 +224,28 @@ TEST(Mark, TheNextChunkHeaderOfAFullBlockIsNotAReference) {
   EXPECT_EQ(Mark(heap, inside)[0], 1);
 }
 
+TEST(Mark, TheNextChunkHeaderRightAfterAPointerIntoTheSameBlockIsNoEdge) {
+  // The scan takes a word into the block of its last hit without the index: the next chunk's
+  // header of that block must still be left out. Block 1 (leaked) holds a pointer into block 0
+  // (leaked, filling its chunk), then block 0's next chunk header, then block 0's start: two
+  // edges 1 -> 0, one per reference.
+  Heap heap({24, 64});
+  const size_t usable = malloc_usable_size(reinterpret_cast<void*>(heap.Address(0)));
+  heap.SetSize(0, usable);
+  heap.Store(1, 0, heap.Address(0, 8));
+  heap.Store(1, 8, heap.Address(0, usable - sizeof(size_t)));
+  heap.Store(1, 16, heap.Address(0));
+  const std::vector<Allocation>& blocks = heap.Sorted();
+  std::vector<Verdict> verdicts(blocks.size(), Verdict::kDirect);
+  DirectReader reader;
+  ScratchArena scratch;
+  size_t edges = 0;
+  ASSERT_TRUE(LeakEdges(
+      blocks.data(), blocks.size(), verdicts.data(), reader,
+      [](size_t, size_t, void* context) { ++*static_cast<size_t*>(context); }, &edges, &scratch));
+  EXPECT_EQ(edges, 2u);
+}
+
 TEST(Mark, AnIgnoredBlockKeepsItsChildrenReachable) {
   Heap heap(std::vector<size_t>(4, 48));
   Link(heap, 0, 3);  // 0 -> 1 -> 2; 3 alone
