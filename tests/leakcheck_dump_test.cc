@@ -225,7 +225,7 @@ TEST(LeakDump, AppendedDumpsAreEachRead) {
 }
 
 TEST(LeakDump, AStreamedDumpIsTheSameBytesInBoundedPieces) {
-  // Big enough for many pieces: 20,000 stacks of 12 frames (~3 MB), the sample's blocks after.
+  // Big enough for several pieces: 20,000 stacks of 12 frames (~3 MB), the sample's blocks after.
   DumpContents c = Sample();
   const auto sample_stacks = c.stacks;
   c.stacks.clear();
@@ -248,8 +248,8 @@ TEST(LeakDump, AStreamedDumpIsTheSameBytesInBoundedPieces) {
     });
     EXPECT_EQ(handed, whole.size());
     EXPECT_EQ(streamed, whole);  // the lengths declared ahead (measured by a first pass) included
-    EXPECT_LE(largest, 64u * 1024);
-    if (whole.size() > 64 * 1024) EXPECT_GE(pieces, whole.size() / (64 * 1024));
+    EXPECT_LE(largest, kDumpPieceBytes);
+    if (whole.size() > kDumpPieceBytes) EXPECT_GE(pieces, whole.size() / kDumpPieceBytes);
     const DecodedDumps d = Decode(streamed);
     ASSERT_EQ(d.error, "");
     ASSERT_EQ(d.dumps.size(), 1u);

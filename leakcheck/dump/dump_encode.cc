@@ -52,7 +52,7 @@ class ChunkSink {
   }
 
  private:
-  static constexpr size_t kChunk = 64 * 1024;
+  static constexpr size_t kChunk = kDumpPieceBytes;
   void Unsigned(uint64_t v, int n) {
     unsigned char bytes[8];
     for (int i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(v >> (8 * i));

@@ -16,9 +16,14 @@ namespace stackwalk::leakcheck::dump {
 
 std::string EncodeDump(const DumpContents& contents);
 
-// The same bytes, handed to `write` in pieces of at most 64 KiB as they are made, so that the
-// dump is never whole in memory (lengths are measured by a first pass over `contents`). Returns
-// how many bytes it handed over.
+// The most bytes the streaming EncodeDump hands `write` at once: 1 MiB, what a pipe to the
+// launcher holds (F_SETPIPE_SZ), so that the launcher wakes once a piece, ~21 times for clang's
+// 21 MB exit dump instead of ~330 at 64 KiB.
+constexpr size_t kDumpPieceBytes = size_t{1} << 20;
+
+// The same bytes, handed to `write` in pieces of at most kDumpPieceBytes as they are made, so
+// that the dump is never whole in memory (lengths are measured by a first pass over `contents`).
+// Returns how many bytes it handed over.
 uint64_t EncodeDump(const DumpContents& contents,
                     const std::function<void(const char*, size_t)>& write);
 
