@@ -607,6 +607,44 @@ TEST(Mark, AgreesWithAPlainMarkerOverManyClusters) {
   munmap(base, length);
 }
 
+TEST(Mark, AHugeSparseBlockDoesNotSizeTheIndex) {
+  // 300 small blocks 8 KiB apart (300 clusters, past the count searched without the granule
+  // table), a chain through them, and a record of a 1 TiB block far from them (a sparse calloc;
+  // never read: nothing points at it). A table of its 16 million granules would need 512 MiB of
+  // scratch; the scan must mark the chain within 64 MiB.
+  constexpr size_t kBlocks = 300, kApart = 8192, kSize = 64;
+  const size_t length = kBlocks * kApart;
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  std::vector<Allocation> blocks;
+  for (size_t i = 0; i < kBlocks; ++i) {
+    const uintptr_t at = lo + i * kApart;
+    if (i + 1 < kBlocks) *reinterpret_cast<uintptr_t*>(at) = at + kApart;
+    blocks.push_back(Allocation{at, kSize, i, static_cast<uint32_t>(i + 1), 1});
+  }
+  const uintptr_t huge = uintptr_t{1} << 44;
+  ASSERT_TRUE(huge > lo + length || huge + (uintptr_t{1} << 40) < lo);
+  blocks.push_back(Allocation{huge, uint64_t{1} << 40, kBlocks, kBlocks + 1, 1});
+  std::sort(blocks.begin(), blocks.end(),
+            [](const Allocation& a, const Allocation& b) { return a.address < b.address; });
+  std::vector<uintptr_t> words = {lo};
+  RootSet roots;
+  AddWords(&roots, words);
+  std::vector<uint8_t> marks(blocks.size(), 0);
+  DirectReader reader;
+  ScratchArena scratch;
+  scratch.set_limit(size_t{64} << 20);
+  ASSERT_TRUE(MarkFromRoots(blocks.data(), blocks.size(), roots, reader, marks.data(), &scratch));
+  size_t marked = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].address == huge) EXPECT_EQ(marks[i], 0);
+    marked += marks[i];
+  }
+  EXPECT_EQ(marked, kBlocks);
+  munmap(base, length);
+}
+
 TEST(Mark, ScratchExhaustionIsReported) {
   Heap heap(std::vector<size_t>(10000, 32));
   Link(heap, 0, 10000);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <new>
 #include <vector>
 
 #include "leakcheck/dump/dump_decode.h"
@@ -124,7 +125,12 @@ class DumpRenderer {
       if (pending_.size() < length) {
         // Room for the whole dump at once (clang's at exit is ~21 MB), not doubled as it comes;
         // a length past what a dump can be is not trusted with memory.
-        if (length <= kMostReserved) pending_.reserve(length);
+        if (length <= kMostReserved) {
+          try {
+            pending_.reserve(length);
+          } catch (const std::bad_alloc&) {  // grown as the bytes come, as without
+          }
+        }
         return;
       }
       std::string one;

@@ -165,6 +165,10 @@ class BlockIndex {
   // granule are adjacent, so each granule's clusters are one range).
   bool BuildGranules(size_t upper_bound, ScratchArena* scratch) {
     if (cluster_count_ <= kSearchedClusters) return true;
+    // The table follows the clusters' span, not their count: a huge block (a sparse terabyte
+    // from calloc) would make it hundreds of megabytes. Past a few granules a cluster, the
+    // binary search over the clusters serves instead.
+    if (upper_bound > std::max<size_t>(32 * cluster_count_, size_t{1} << 16)) return true;
     unsigned bits = 4;
     while ((size_t{1} << bits) < 2 * upper_bound) ++bits;
     granules_ = scratch->AllocateArray<Granule>(size_t{1} << bits);

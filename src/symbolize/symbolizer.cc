@@ -329,9 +329,13 @@ void Symbolizer::OpenFiles(const std::vector<std::string>& paths) {
     const size_t threads =
         std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::vector<std::thread> helpers;
+    // A thread that cannot be made (no memory for its state, no thread left) leaves the work to
+    // those that were; reserved first, so that no growth of the vector throws past running ones.
     try {
+      helpers.reserve(threads - 1);
       while (helpers.size() + 1 < threads) helpers.emplace_back(open_next);
-    } catch (const std::system_error&) {  // no thread: the ones there are (this one) do all
+    } catch (const std::system_error&) {
+    } catch (const std::bad_alloc&) {
     }
     open_next();
     for (std::thread& t : helpers) t.join();
