@@ -567,7 +567,8 @@ TEST(Mark, AgreesWithAPlainMarkerOverManyClusters) {
     const unsigned kind = rng() % 10;
     if (kind < 3) at += 4096 + 16 * (1 + rng() % 12500);  // a new cluster
     else at += 16 * (rng() % 256);                    // the same run
-    const size_t size = kind == 9 ? (size_t{64} << 10) + 16 * (rng() % 2048) : 16 + 16 * (rng() % 20);
+    const size_t size =
+        kind == 9 ? (size_t{64} << 10) + 16 * (rng() % 2048) : 16 + 16 * (rng() % 20);
     placed.push_back({at, size});
     at += size;
   }

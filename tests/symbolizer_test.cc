@@ -184,7 +184,8 @@ TEST(Symbolizer, FilesOpenedTogetherNameAsFilesOpenedOneByOne) {
     if (!frames.ok()) return std::string(frames.status().message());
     std::string out;
     for (const auto& f : *frames) {
-      out += f.function + " " + f.file + ":" + std::to_string(f.line) + (f.inlined ? " i" : "") + ";";
+      out += f.function + " " + f.file + ":" + std::to_string(f.line) +
+             (f.inlined ? " i;" : ";");
     }
     return out;
   };

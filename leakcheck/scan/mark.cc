@@ -41,11 +41,11 @@ uint64_t BlockEnd(const Allocation& block) {
 
 // Which block a word points into, through a page index: per cluster of nearby blocks, for each
 // 256-byte page the first block starting at or after it; the candidate is then found by a binary
-// search among the blocks of one page, or is the block that began before it. A word's cluster is
-// found through a hash table of the 64 KiB granules the clusters overlap when they are many: a
-// binary search over all clusters (thousands in clang's heap at exit, most of them one large block) was a chain of
-// dependent loads for every word that fell between the lowest and highest block, most of a
-// scan's time there.
+// search among the blocks of one page, or is the block that began before it. When clusters are
+// many, a word's cluster is found through a hash table of the 64 KiB granules they overlap: a
+// binary search over all of them (thousands in clang's heap at exit, most of them one large
+// block) was a chain of dependent loads for every word between the lowest and highest block,
+// most of a scan's time there.
 class BlockIndex {
  public:
   static constexpr size_t kNone = SIZE_MAX;
@@ -91,9 +91,9 @@ class BlockIndex {
     return BuildGranules(granules, scratch);
   }
 
-  // The block `word` points into (kNone if none, or if it points at the next chunk's header).
   const Allocation& block(size_t b) const { return blocks_[b]; }
 
+  // The block `word` points into (kNone if none, or if it points at the next chunk's header).
   // Inlined into the scan loop: a call a word cost 15-25 % on a heap of small blocks.
   __attribute__((always_inline)) size_t Find(uintptr_t word) const {
     const uint64_t w = word;
@@ -146,9 +146,9 @@ class BlockIndex {
     uint32_t first, end;
   };
   static constexpr unsigned kGranuleShift = 16;
-  // Up to this many clusters a binary search over them all is as cheap as the table's probe
-  // (leak_mark_benchmark: one cluster of 100,000 small blocks 15 % slower through the table, 200
-  // large blocks the same, 2,000 25 % faster).
+  // Up to this many clusters a binary search over them all costs no more than the table's
+  // probe (leak_mark_benchmark: 200 large blocks the same either way, 2,000 a quarter faster
+  // through the table).
   static constexpr size_t kSearchedClusters = 128;
 
   static size_t Pages(uint64_t lo, uint64_t hi) {
@@ -239,11 +239,10 @@ class Scanner {
 
   // Reads any word of a root as it is (a global's redzone, a word another thread wrote before it
   // was stopped): a conservative scan, not a program's access, so the sanitizers are told to
-  // leave these reads alone.
-  template <class Hit>
-  // A word into the block the last hit was in is that block's again without the index (a
-  // compiler's arena holds nodes that point at their neighbours in it); the next chunk's
+  // leave these reads alone. A word into the block the last hit was in is that block's again
+  // without the index (an arena's nodes point at their neighbours in it); the next chunk's
   // header stays excluded.
+  template <class Hit>
   STACKWALK_SCAN_READS void ScanWords(const uintptr_t* words, size_t count, Hit&& hit) {
     words_ += count;
     size_t last = BlockIndex::kNone;
