@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace stackwalk::leakcheck::dump {
@@ -95,7 +96,13 @@ class ByteSource {
   uint64_t Unsigned(int n) {
     if (!Have(static_cast<uint64_t>(n))) return 0;
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // The dump's order: one load (a dump's ~1.3 million frames were ~140 instructions each to
+    // decode byte by byte).
+    std::memcpy(&v, data_ + at_, static_cast<size_t>(n));
+#else
     for (int i = 0; i < n; ++i) v |= uint64_t{data_[at_ + i]} << (8 * i);
+#endif
     at_ += static_cast<size_t>(n);
     return v;
   }

@@ -112,6 +112,7 @@ void ReadModules(ByteSource& in, DumpContents& c) {
 void ReadStacks(ByteSource& in, DumpContents& c) {
   const uint32_t n = in.U32();
   if (!in.CanHold(n, 4 + 8 + 4)) return;
+  c.stacks.reserve(c.stacks.size() + n);  // bounded by the bytes left (CanHold)
   for (uint32_t i = 0; i < n; ++i) {
     DumpStack s;
     s.id = in.U32();
