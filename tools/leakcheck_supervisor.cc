@@ -317,8 +317,11 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
   }
   // A dump is megabytes (clang's at exit 21 MB): through the default 64 KiB pipe each piece woke
   // the launcher and blocked the program, ~330 times (~0.04 s of the program's CPU in the
-  // wakeups). 1 MiB is Linux's default most for an unprivileged pipe; a smaller one still works.
-  if (settings.name_in_launcher) fcntl(dump_pipe[1], F_SETPIPE_SZ, 1 << 20);
+  // wakeups). The encoder's piece, 1 MiB, is Linux's default most for an unprivileged pipe; a
+  // smaller one still works.
+  if (settings.name_in_launcher) {
+    fcntl(dump_pipe[1], F_SETPIPE_SZ, static_cast<int>(dump::kDumpPieceBytes));
+  }
   // The record region (record_format.h): the program's tables, readable after its death. Without
   // one (no memfd), the program runs as before and a death by signal leaves no report.
   const int record_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
@@ -387,7 +390,7 @@ int SuperviseProgram(char** argv, const SupervisorSettings& settings) {
 
   DumpRenderer renderer(settings, child);
   // As much as the dump pipe holds (F_SETPIPE_SZ above): one read a wakeup.
-  std::vector<char> read_buffer(size_t{1} << 20);
+  std::vector<char> read_buffer(dump::kDumpPieceBytes);
   char* const buf = read_buffer.data();
   const size_t buf_size = read_buffer.size();
   int status = 0;
