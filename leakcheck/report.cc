@@ -154,8 +154,9 @@ LeakReport BuildReport(State& state, const char* occasion, int number,
     report.naming_error = NameStacks(&stacks, state.closed.load(std::memory_order_acquire), namer);
     ApplySuppressions(options, blocks, n, stacks, &verdicts, &report);
     GroupBlocks(blocks, n, verdicts, stacks, report.at_exit, &report);
+    FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, stacks,
+                  &report);
   }
-  FilterEntries(options.libraries, options.ignore_libraries, options.show_reachable, &report);
   LabelThreads(state.threads, &report);
   return report;
 }

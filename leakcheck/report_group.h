@@ -13,9 +13,10 @@
 namespace stackwalk::leakcheck {
 
 // Groups `blocks` (verdicts[i] is blocks[i]'s; empty: all kLive) into report->entries, one per
-// stack and verdict, each with its stack's frames from `stacks` (by stack id), and tallies each
-// thread's blocks into report->threads (largest first). At exit (`at_exit`), the blocks exit()
-// itself frees after the report (glibc's list of exit handlers) are left out of both.
+// stack and verdict (its stack id indexing `stacks`; its frames come with FilterEntries), and
+// tallies each thread's blocks into report->threads (largest first). At exit (`at_exit`), the
+// blocks exit() itself frees after the report (glibc's list of exit handlers) are left out of
+// both.
 void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>& verdicts,
                  const std::vector<NamedStack>& stacks, bool at_exit, LeakReport* report);
 
@@ -26,9 +27,10 @@ void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>&
 // empty, and none in an `ignore_libraries` one. Leaks
 // first, then reachable entries, each largest first, earliest first among equals.
 // summary.bytes and .allocations total the leaks shown (direct + indirect, or kLive blocks when
-// no scan ran), summary.direct_* and .indirect_* each kind.
+// no scan ran), summary.direct_* and .indirect_* each kind. Each entry kept gets its stack's
+// pcs and frames from `stacks` (GroupBlocks' by stack id), which the filters read.
 void FilterEntries(const char* libraries, const char* ignore_libraries, bool show_reachable,
-                   LeakReport* report);
+                   const std::vector<NamedStack>& stacks, LeakReport* report);
 
 // Whether the filters let a stack's frames through (FilterEntries' test).
 bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,

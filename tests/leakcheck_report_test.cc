@@ -53,7 +53,7 @@ TEST(LeakReportGroup, GroupsByStackAndTalliesThreads) {
   LeakReport report;
   GroupBlocks(kBlocks.data(), kBlocks.size(), {}, Stacks(), /*at_exit=*/false, &report);
   ASSERT_EQ(report.entries.size(), 4u);
-  FilterEntries("", "", /*show_reachable=*/false, &report);
+  FilterEntries("", "", /*show_reachable=*/false, Stacks(), &report);
   ASSERT_EQ(report.entries.size(), 4u);
   // Largest first: stack 2 (250 bytes), stack 1 (200), stack 4 (30), stack 3 (7).
   EXPECT_EQ(report.entries[0].stack_id, 2u);
@@ -79,7 +79,7 @@ TEST(LeakReportGroup, GroupsByStackAndTalliesThreads) {
 TEST(LeakReportGroup, AtExitTheExitHandlersListIsNotALeak) {
   LeakReport report;
   GroupBlocks(kBlocks.data(), kBlocks.size(), {}, Stacks(), /*at_exit=*/true, &report);
-  FilterEntries("", "", /*show_reachable=*/false, &report);
+  FilterEntries("", "", /*show_reachable=*/false, Stacks(), &report);
   EXPECT_EQ(report.entries.size(), 3u);
   EXPECT_EQ(report.summary.bytes, 480u);
   EXPECT_EQ(report.threads[0].bytes, 300u);  // left out of the thread's tally too
@@ -92,7 +92,7 @@ TEST(LeakReportGroup, ReachableBlocksAreCountedNotShown) {
   LeakReport report;
   GroupBlocks(kBlocks.data(), kBlocks.size(), verdicts, Stacks(), false, &report);
   EXPECT_EQ(report.entries.size(), 5u);  // stack 1 has blocks of both verdicts
-  FilterEntries("", "", /*show_reachable=*/false, &report);
+  FilterEntries("", "", /*show_reachable=*/false, Stacks(), &report);
   ASSERT_EQ(report.entries.size(), 2u);
   EXPECT_EQ(report.entries[0].stack_id, 2u);
   EXPECT_EQ(report.entries[0].bytes, 250u);
@@ -114,7 +114,7 @@ TEST(LeakReportGroup, DirectAndIndirectAreTotalledApartAndReachableShownOnReques
   for (bool show : {false, true}) {
     LeakReport report;
     GroupBlocks(kBlocks.data(), kBlocks.size(), verdicts, Stacks(), false, &report);
-    FilterEntries("", "", show, &report);
+    FilterEntries("", "", show, Stacks(), &report);
     EXPECT_EQ(report.show_reachable, show);
     ASSERT_EQ(report.entries.size(), show ? 4u : 2u);
     // Leaks first, largest first; then the reachable ones, largest first.
@@ -141,7 +141,7 @@ TEST(LeakReportGroup, DirectAndIndirectAreTotalledApartAndReachableShownOnReques
   // The library filters apply to the reachable totals too: only the plugin's stack (2) passes.
   LeakReport plugin;
   GroupBlocks(kBlocks.data(), kBlocks.size(), verdicts, Stacks(), false, &plugin);
-  FilterEntries("libplugin*", "", true, &plugin);
+  FilterEntries("libplugin*", "", true, Stacks(), &plugin);
   ASSERT_EQ(plugin.entries.size(), 1u);
   EXPECT_EQ(plugin.summary.indirect_bytes, 250u);
   EXPECT_EQ(plugin.summary.reachable_bytes, 0u);
@@ -152,7 +152,7 @@ TEST(LeakReportGroup, LibraryFilters) {
   auto shown = [](const char* libraries, const char* ignore) {
     LeakReport report;
     GroupBlocks(kBlocks.data(), kBlocks.size(), {}, Stacks(), false, &report);
-    FilterEntries(libraries, ignore, false, &report);
+    FilterEntries(libraries, ignore, false, Stacks(), &report);
     std::vector<uint32_t> ids;
     for (const ReportEntry& e : report.entries) ids.push_back(e.stack_id);
     return ids;

@@ -175,7 +175,7 @@ TEST(LeakcheckSampler, ReportFiguresAreTheSumsOfTheWeights) {
   LeakReport report;
   report.sample_bytes = kMean;
   GroupBlocks(blocks.data(), blocks.size(), {}, stacks, /*at_exit=*/false, &report);
-  FilterEntries("", "", false, &report);
+  FilterEntries("", "", false, stacks, &report);
   ASSERT_EQ(report.entries.size(), 2u);
   const double w = 1.0 / Probability(700, kMean);  // 1.9866: 3 blocks stand for 5.96
   const ReportEntry& sampled = report.entries[0].stack_id == 1 ? report.entries[0] : report.entries[1];

@@ -17,11 +17,13 @@
 // dump itself cut); 2 for a bad command line.
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,14 @@ bool ReadWhole(const char* path, std::string* out, std::string* error) {
   if (fd < 0) {
     *error = std::strerror(errno);
     return false;
+  }
+  // A file's length up front: grown by doubling, clang's 21 MB dump took 33 MB and 10 copies.
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    try {
+      out->reserve(static_cast<size_t>(st.st_size));
+    } catch (const std::exception&) {  // too large to hold: the reads below say so
+    }
   }
   char buf[1 << 16];
   for (ssize_t n; (n = read(fd, buf, sizeof(buf))) != 0;) {

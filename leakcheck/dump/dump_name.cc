@@ -123,6 +123,7 @@ void DumpNamer::OpenFiles(const std::vector<ToName>& stacks) {
 
 std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up) {
   std::vector<SymbolizedFrame> named;
+  named.reserve(stack.frames.size());  // inline frames may add some
   for (int i = 0; i < static_cast<int>(stack.frames.size()); ++i) {
     const DumpFrame& frame = stack.frames[i];
     if (frame.module == kUnknownModule) {  // in no object: the PC alone, as the program gives it
@@ -135,19 +136,21 @@ std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up
     }
     const DumpModule& m = dump_.modules[frame.module];
     const std::string& file = FileFor(frame.module);
-    std::vector<SymbolizedFrame> found;
+    const size_t first = named.size();
     if (!file.empty() && i < look_up) {
       // A return address: looked up a byte back, inside the call, as the symbolizer does.
       auto frames = symbolizer_->SymbolizeFile(file, frame.offset - 1);
-      if (frames.ok()) found = std::move(*frames);
+      if (frames.ok()) {
+        for (SymbolizedFrame& f : *frames) named.push_back(std::move(f));
+      }
     }
-    if (found.empty()) found.emplace_back();  // the object and offset, unnamed
-    for (SymbolizedFrame& f : found) {
+    if (named.size() == first) named.emplace_back();  // the object and offset, unnamed
+    for (size_t k = first; k < named.size(); ++k) {
+      SymbolizedFrame& f = named[k];
       f.pc = m.load_bias + frame.offset;
       f.index = i;
       f.module = m.path;
       f.module_offset = frame.offset;
-      named.push_back(std::move(f));
     }
   }
   return named;

@@ -142,7 +142,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   report.summary.scanned = dump.process.scanned;
   const std::string libraries = request.libraries.value_or(r.libraries);
   const std::string ignore_libraries = request.ignore_libraries.value_or(r.ignore_libraries);
-  FilterEntries(libraries.c_str(), ignore_libraries.c_str(), show_reachable, &report);
+  FilterEntries(libraries.c_str(), ignore_libraries.c_str(), show_reachable, stacks, &report);
 
   // The label stage, from the dump's threads (by their serials in the program).
   std::map<uint32_t, const DumpThread*> by_serial;
