@@ -7,6 +7,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <cstdio>
@@ -225,19 +226,28 @@ TEST(LeakDump, AppendedDumpsAreEachRead) {
 }
 
 TEST(LeakDump, AStreamedDumpIsTheSameBytesInBoundedPieces) {
-  // Big enough for several pieces: 20,000 stacks of 12 frames (~3 MB), the sample's blocks after.
-  DumpContents c = Sample();
-  const auto sample_stacks = c.stacks;
-  c.stacks.clear();
-  for (uint32_t id = 0; id < 20000; ++id) {
-    DumpStack s;
-    s.id = 100 + id;
-    s.earliest = id;
-    for (uint32_t f = 0; f < 12; ++f) s.frames.push_back({id % 2, 0x1000 + 16ull * (id + f)});
-    c.stacks.push_back(std::move(s));
+  // Big enough for several pieces: 20,000 stacks of 12 frames (~3 MB), the sample's blocks after;
+  // the first stack 0-3 frames longer, so that the pieces' ends fall at other places in the
+  // frames' integers (12 bytes a frame), some inside one.
+  std::vector<DumpContents> large;
+  for (uint32_t extra = 0; extra < 4; ++extra) {
+    DumpContents c = Sample();
+    const auto sample_stacks = c.stacks;
+    c.stacks.clear();
+    for (uint32_t id = 0; id < 20000; ++id) {
+      DumpStack s;
+      s.id = 100 + id;
+      s.earliest = id;
+      for (uint32_t f = 0; f < 12 + (id == 0 ? extra : 0); ++f) {
+        s.frames.push_back({id % 2, 0x1000 + 16ull * (id + f) + 0x0102030405060000ull * (f % 3)});
+      }
+      c.stacks.push_back(std::move(s));
+    }
+    c.stacks.insert(c.stacks.end(), sample_stacks.begin(), sample_stacks.end());
+    large.push_back(std::move(c));
   }
-  c.stacks.insert(c.stacks.end(), sample_stacks.begin(), sample_stacks.end());
-  for (const DumpContents& contents : {Sample(), c}) {
+  large.push_back(Sample());
+  for (const DumpContents& contents : large) {
     const std::string whole = EncodeDump(contents);
     std::string streamed;
     size_t pieces = 0, largest = 0;
@@ -247,13 +257,27 @@ TEST(LeakDump, AStreamedDumpIsTheSameBytesInBoundedPieces) {
       largest = n > largest ? n : largest;
     });
     EXPECT_EQ(handed, whole.size());
-    EXPECT_EQ(streamed, whole);  // the lengths declared ahead (measured by a first pass) included
+    // The lengths declared ahead (measured by a first pass) included. Not EXPECT_EQ: gtest's
+    // diff of two 3 MB strings takes gigabytes.
+    const auto differ = std::mismatch(streamed.begin(), streamed.end(), whole.begin(), whole.end());
+    EXPECT_TRUE(streamed == whole) << "the first difference at byte "
+                                   << (differ.first - streamed.begin()) << " of " << whole.size();
     EXPECT_LE(largest, kDumpPieceBytes);
     if (whole.size() > kDumpPieceBytes) EXPECT_GE(pieces, whole.size() / kDumpPieceBytes);
     const DecodedDumps d = Decode(streamed);
     ASSERT_EQ(d.error, "");
     ASSERT_EQ(d.dumps.size(), 1u);
-    EXPECT_EQ(d.dumps[0].stacks.size(), contents.stacks.size());
+    ASSERT_EQ(d.dumps[0].stacks.size(), contents.stacks.size());
+    for (size_t i = 0; i < contents.stacks.size(); ++i) {
+      const DumpStack& read = d.dumps[0].stacks[i];
+      ASSERT_EQ(read.id, contents.stacks[i].id);
+      ASSERT_EQ(read.frames.size(), contents.stacks[i].frames.size()) << "stack " << i;
+      for (size_t f = 0; f < read.frames.size(); ++f) {
+        ASSERT_EQ(read.frames[f].module, contents.stacks[i].frames[f].module);
+        ASSERT_EQ(read.frames[f].offset, contents.stacks[i].frames[f].offset)
+            << "stack " << i << " frame " << f;
+      }
+    }
   }
 }
 

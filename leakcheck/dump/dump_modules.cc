@@ -69,22 +69,32 @@ std::vector<DumpModule> ModuleIndexer::TakeModules() {
 }
 
 DumpFrame ModuleIndexer::Resolve(uintptr_t pc, uint64_t earliest) {
-  // A frame of a module: the link-time address; of none (kUnknownModule), the PC.
-  const auto frame = [pc](uint32_t module, uint64_t bias) {
-    return DumpFrame{module, module != kUnknownModule ? pc - bias : pc};
-  };
   // Read again each time: the process's first dlclose may come between a dump's two passes.
   const ClosedModules* closed =
       closed_ != nullptr ? closed_->load(std::memory_order_acquire) : nullptr;
-  LoadedObject object;
-  if (closed != nullptr && closed->Find(pc, earliest, &object)) {
+  if (closed != nullptr) return ResolveWithClosed(*closed, pc, earliest);
+  return ResolveLoaded(pc);
+}
+
+DumpFrame ModuleIndexer::ResolveWithClosed(const ClosedModules& closed, uintptr_t pc,
+                                           uint64_t earliest) {
+  LoadedObject object;  // a path: constructed only where some object was closed
+  if (closed.Find(pc, earliest, &object)) {
     DumpModule m;
     m.path = object.path;
     m.load_bias = object.bias;
     m.extent = {object.start, object.end};
     m.closed_at = object.closed_at;
-    return frame(IndexOf(std::move(m)), object.bias);
+    return DumpFrame{IndexOf(std::move(m)), pc - object.bias};
   }
+  return ResolveLoaded(pc);
+}
+
+DumpFrame ModuleIndexer::ResolveLoaded(uintptr_t pc) {
+  // A frame of a module: the link-time address; of none (kUnknownModule), the PC.
+  const auto frame = [pc](uint32_t module, uint64_t bias) {
+    return DumpFrame{module, module != kUnknownModule ? pc - bias : pc};
+  };
   // Every frame is a return address: its object is the one holding the call, a byte back.
   const uint64_t lookup = pc - 1;
   internal::ModuleMap& map = internal::ModuleMap::Global();

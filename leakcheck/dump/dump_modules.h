@@ -40,6 +40,9 @@ class ModuleIndexer {
 
  private:
   uint32_t IndexOf(DumpModule module);
+  // Resolve's two cases: once some object was closed, its record first; the module map's.
+  DumpFrame ResolveWithClosed(const ClosedModules& closed, uintptr_t pc, uint64_t earliest);
+  DumpFrame ResolveLoaded(uintptr_t pc);
 
   // The index of a loaded module, without building its DumpModule again (a copy of its path,
   // build-id and ranges a frame, and a readlink of /proc/self/exe for the main executable's: 7 %
