@@ -519,6 +519,25 @@ TEST(LeakDumpReport, ASuppressedLeakTakesTheBlocksItHoldsWithIt) {
   EXPECT_EQ(report.summary.indirect_bytes, 50u);
 }
 
+// The library filters read every frame of a stack, also of a reachable one, which the report
+// otherwise looks up and keeps only the first frame of: here the plugin's frame is the second.
+TEST(LeakDumpReport, TheLibraryFiltersSeeEveryFrameOfAReachableStack) {
+  DumpContents c = Sample();
+  c.stacks.push_back({15, 5, {{0, 0x2400}, {1, 0x1300}}});
+  c.blocks.push_back({0x5000, 300, 5, 15, 1, static_cast<uint8_t>(Verdict::kReachable)});
+  auto reachable = [&c](const char* libraries, const char* ignore_libraries) {
+    DumpNamer namer(c, {});
+    RenderRequest request;
+    request.suppressions = "";
+    request.libraries = libraries;
+    request.ignore_libraries = ignore_libraries;
+    return ReportFromDump(c, request, &namer).summary.reachable_bytes;
+  };
+  EXPECT_EQ(reachable("", ""), 4096u + 300u);
+  EXPECT_EQ(reachable("", "*libplugin*"), 4096u);
+  EXPECT_EQ(reachable("*libplugin*", ""), 300u);
+}
+
 // A sampled program's dump (1.1's sampling section): read back, and its report weighs each block
 // below the mean (leakcheck/sampler.h) and says it is an estimate. Without the section (a 1.0
 // dump, or a run that did not sample) the figures are the blocks' own.

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace stackwalk::leakcheck::dump {
 namespace {
 
@@ -121,10 +123,11 @@ void DumpNamer::OpenFiles(const std::vector<ToName>& stacks) {
   symbolizer_->OpenFiles(files);
 }
 
-std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up) {
+std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up, int keep) {
+  const int frames = std::min(static_cast<int>(stack.frames.size()), std::max(keep, 0));
   std::vector<SymbolizedFrame> named;
-  named.reserve(stack.frames.size());  // inline frames may add some
-  for (int i = 0; i < static_cast<int>(stack.frames.size()); ++i) {
+  named.reserve(static_cast<size_t>(frames));  // inline frames may add some
+  for (int i = 0; i < frames; ++i) {
     const DumpFrame& frame = stack.frames[i];
     if (frame.module == kUnknownModule) {  // in no object: the PC alone, as the program gives it
       SymbolizedFrame f;

@@ -30,8 +30,10 @@ class DumpNamer {
   // A stack's frames, innermost first, each PC the program's (load bias + offset), its module
   // the path the program saw; inlined frames share their frame's index. Only the first
   // `look_up` frames are looked up in their files; the others keep their module and offset
-  // alone (a report names only the stacks it shows).
-  std::vector<SymbolizedFrame> Name(const DumpStack& stack, int look_up = INT_MAX);
+  // alone (a report names only the stacks it shows), and those from the `keep`-th on are left
+  // out (a report without library filters reads no more of a stack it does not show).
+  std::vector<SymbolizedFrame> Name(const DumpStack& stack, int look_up = INT_MAX,
+                                    int keep = INT_MAX);
 
   // Opens, several at once (Symbolizer::OpenFiles), the files that Name(*s.stack, s.look_up)
   // would look frames up in, for each of `stacks`: naming them after finds every file open, and
