@@ -4,7 +4,6 @@
 #include <climits>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "leakcheck/allocation_table.h"
 #include "leakcheck/report_group.h"
@@ -17,15 +16,28 @@ namespace stackwalk::leakcheck::dump {
 namespace {
 
 // Stack ids and thread serials come from the dump: renumbered densely (in order, so that ties
-// sort as the program's do) before the stages index vectors by them.
+// sort as the program's do) before the stages index vectors by them. A sorted vector, not a map:
+// clang's exit dump has ~47,000 stacks, each found several times.
 template <class T>
-std::map<T, uint32_t> DenseNumbers(std::vector<T> values) {
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
-  std::map<T, uint32_t> out;
-  for (uint32_t i = 0; i < values.size(); ++i) out.emplace(values[i], i);
-  return out;
-}
+class DenseNumbers {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  explicit DenseNumbers(std::vector<T> values) : values_(std::move(values)) {
+    std::sort(values_.begin(), values_.end());
+    values_.erase(std::unique(values_.begin(), values_.end()), values_.end());
+  }
+  // The dense number of `value`, kNone if it was not among the values.
+  uint32_t Find(T value) const {
+    const auto at = std::lower_bound(values_.begin(), values_.end(), value);
+    return at != values_.end() && *at == value ? static_cast<uint32_t>(at - values_.begin())
+                                               : kNone;
+  }
+  size_t size() const { return values_.size(); }
+  T value(uint32_t number) const { return values_[number]; }
+
+ private:
+  std::vector<T> values_;
+};
 
 void CopyHeader(const DumpContents& dump, LeakReport* report) {
   const DumpProcess& p = dump.process;
@@ -77,27 +89,29 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   std::vector<uint32_t> stack_ids, serials;
   for (const DumpStack& s : dump.stacks) stack_ids.push_back(s.id);
   for (const DumpBlock& b : dump.blocks) serials.push_back(static_cast<uint32_t>(b.thread));
-  const std::map<uint32_t, uint32_t> stack_index = DenseNumbers(stack_ids);
-  const std::map<uint32_t, uint32_t> thread_index = DenseNumbers(serials);
+  const DenseNumbers<uint32_t> stack_index(std::move(stack_ids));
+  const DenseNumbers<uint32_t> thread_index(std::move(serials));
 
   // The name stage, through the one namer: in full the stacks the report may show (those of
   // blocks not reachable, or every one with show_reachable); of the others only the first frame
   // (GroupBlocks asks its function), and the rest by module and offset when the library filters
   // ask those. clang leaves ~27,000 reachable blocks from ~4,600 stacks at exit and shows 6.
   const bool show_reachable = request.show_reachable.value_or(r.show_reachable);
-  std::set<uint32_t> shown;
+  std::vector<uint8_t> shown(stack_index.size(), 0);  // by dense number
   for (const DumpBlock& b : dump.blocks) {
-    if (static_cast<Verdict>(b.verdict) != Verdict::kReachable) shown.insert(b.stack_id);
+    if (static_cast<Verdict>(b.verdict) == Verdict::kReachable) continue;
+    const uint32_t index = stack_index.Find(b.stack_id);
+    if (index != stack_index.kNone) shown[index] = 1;
   }
   std::vector<NamedStack> stacks(stack_index.size());
   std::vector<DumpNamer::ToName> to_name;
   std::vector<uint8_t> listed(stack_index.size(), 0);
   for (const DumpStack& s : dump.stacks) {
-    const uint32_t index = stack_index.at(s.id);
+    const uint32_t index = stack_index.Find(s.id);  // every stack's id is among them
     if (listed[index]) continue;  // a stack listed twice: its first
     if (s.earliest == UINT64_MAX) continue;  // no live block: the profile's, not the report's
     listed[index] = 1;
-    to_name.push_back({&s, show_reachable || shown.count(s.id) != 0 ? INT_MAX : 1});
+    to_name.push_back({&s, show_reachable || shown[index] ? INT_MAX : 1});
   }
   namer->OpenFiles(to_name);  // the objects read in parallel, not as their first frame comes
   // The library filters read every frame's module; without them a stack not shown needs only
@@ -106,7 +120,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   const std::string ignore_libraries = request.ignore_libraries.value_or(r.ignore_libraries);
   const bool filtered = !libraries.empty() || !ignore_libraries.empty();
   for (const DumpNamer::ToName& s : to_name) {
-    NamedStack& named = stacks[stack_index.at(s.stack->id)];
+    NamedStack& named = stacks[stack_index.Find(s.stack->id)];
     named.earliest = s.stack->earliest;
     named.pcs.reserve(s.stack->frames.size());
     for (const DumpFrame& f : s.stack->frames) {
@@ -127,11 +141,10 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   std::vector<Verdict> verdicts;
   blocks.reserve(dump.blocks.size());
   for (const DumpBlock& b : dump.blocks) {
-    const auto stack = stack_index.find(b.stack_id);
+    const uint32_t stack = stack_index.Find(b.stack_id);
     blocks.push_back({static_cast<uintptr_t>(b.address), b.size, b.sequence,
-                      stack != stack_index.end() ? stack->second
-                                                 : static_cast<uint32_t>(stacks.size()),
-                      static_cast<int32_t>(thread_index.at(static_cast<uint32_t>(b.thread)))});
+                      stack != stack_index.kNone ? stack : static_cast<uint32_t>(stacks.size()),
+                      static_cast<int32_t>(thread_index.Find(static_cast<uint32_t>(b.thread)))});
     verdicts.push_back(static_cast<Verdict>(b.verdict));
   }
 
@@ -152,7 +165,9 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   std::map<uint32_t, const DumpThread*> by_serial;
   for (const DumpThread& t : dump.threads) by_serial.emplace(t.serial, &t);
   std::vector<uint32_t> serial_of(thread_index.size());
-  for (const auto& [serial, index] : thread_index) serial_of[index] = serial;
+  for (uint32_t index = 0; index < serial_of.size(); ++index) {
+    serial_of[index] = thread_index.value(index);
+  }
   auto label = [&](uint32_t index, std::string* name, int* tid) -> const DumpThread* {
     if (index >= serial_of.size()) return nullptr;
     const auto found = by_serial.find(serial_of[index]);
