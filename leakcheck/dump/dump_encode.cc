@@ -48,6 +48,11 @@ class ChunkSink {
     Put(s.data(), s.size());
   }
   size_t size() const { return flushed_ + used_; }
+  // Room for `n` bytes that the caller writes itself, then hands over by Commit(n); null if the
+  // buffer has less left (the caller writes through the others then). A stack's frames go in
+  // so: stores through a char pointer made the compiler reload the buffer's state after each.
+  char* Room(size_t n) { return kChunk - used_ >= n ? buffer_.get() + used_ : nullptr; }
+  void Commit(size_t n) { used_ += n; }
   void Flush() {
     if (used_ != 0) flush_(buffer_.get(), used_);
     flushed_ += used_;
@@ -146,6 +151,18 @@ void Stacks(Sink& out, DumpStackSource& stacks) {
       out.Skip(kFrameBytes * head.frames);
     } else {
       const DumpFrame* frames = stacks.Frames(i, &scratch);
+      if constexpr (std::is_same_v<Sink, ChunkSink> &&
+                    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {  // the format's byte order
+        const size_t bytes = kFrameBytes * head.frames;
+        if (char* to = out.Room(bytes)) {
+          for (uint32_t f = 0; f < head.frames; ++f, to += kFrameBytes) {
+            std::memcpy(to, &frames[f].module, 4);
+            std::memcpy(to + 4, &frames[f].offset, 8);
+          }
+          out.Commit(bytes);
+          continue;
+        }
+      }
       for (uint32_t f = 0; f < head.frames; ++f) {
         out.U32(frames[f].module);
         out.U64(frames[f].offset);

@@ -26,9 +26,10 @@ const DumpFrame* TableStacks::Frames(size_t i, std::vector<DumpFrame>* scratch) 
   const Listed& s = stacks_[i];
   void* const* pcs = nullptr;
   table_.Frames(s.id, &pcs);  // the same frames as when added: a stack's never change
-  scratch->clear();
+  scratch->resize(static_cast<size_t>(s.end - s.first));
+  DumpFrame* to = scratch->data();
   for (int f = s.first; f < s.end; ++f) {
-    scratch->push_back(modules_.Resolve(reinterpret_cast<uintptr_t>(pcs[f]), s.dated_by));
+    *to++ = modules_.Resolve(reinterpret_cast<uintptr_t>(pcs[f]), s.dated_by);
   }
   return scratch->data();
 }
