@@ -18,14 +18,17 @@ bool FreedByExitAfterTheReport(const std::vector<SymbolizedFrame>& frames) {
   return !frames.empty() && frames[0].function == "__new_exitfn";
 }
 
+// Stack `id` of `stacks`; one of no frames for an id past them (a block of no known stack).
+const NamedStack& StackOf(const std::vector<NamedStack>& stacks, uint32_t id) {
+  static const NamedStack kUnknown;
+  return id < stacks.size() ? stacks[id] : kUnknown;
+}
+
 }  // namespace
 
 void GroupBlocks(const Allocation* blocks, size_t n, const std::vector<Verdict>& verdicts,
                  const std::vector<NamedStack>& stacks, bool at_exit, LeakReport* report) {
-  static const NamedStack kUnknown;
-  auto stack_of = [&](uint32_t id) -> const NamedStack& {
-    return id < stacks.size() ? stacks[id] : kUnknown;
-  };
+  auto stack_of = [&](uint32_t id) -> const NamedStack& { return StackOf(stacks, id); };
   std::vector<uint32_t> slot;  // (stack id, verdict) -> 1 + index in report->entries
   std::vector<ThreadEntry> threads;
   // Each entry's and thread's figures, estimates when sampled (report->sample_bytes).
@@ -92,10 +95,7 @@ bool PassesLibraryFilters(const char* libraries, const char* ignore_libraries,
 
 void FilterEntries(const char* libraries, const char* ignore_libraries, bool show_reachable,
                    const std::vector<NamedStack>& stacks, LeakReport* report) {
-  static const NamedStack kUnknown;
-  auto stack_of = [&](uint32_t id) -> const NamedStack& {
-    return id < stacks.size() ? stacks[id] : kUnknown;
-  };
+  auto stack_of = [&](uint32_t id) -> const NamedStack& { return StackOf(stacks, id); };
   std::vector<ReportEntry>& entries = report->entries;
   ReportSummary& summary = report->summary;
   report->show_reachable = show_reachable;

@@ -277,5 +277,25 @@ TEST_F(LeakDumpStacksDlclose, AClosedObjectHoldsTheCallOfAReturnAddressNotTheAdd
   EXPECT_TRUE(closes.Find(reinterpret_cast<uintptr_t>(pc_), 5, &object));
 }
 
+TEST_F(LeakDumpStacksDlclose, AClosedObjectNotListedWhenTheModulesWereTakenIsWrittenAsItsPc) {
+  // The modules are listed (none: no stack yet) before the process's first dlclose; the stack's
+  // frame is then resolved in the closed plugin, which the list lacks: its frame is of no known
+  // object and keeps the PC itself, as for a loaded object not listed (dump_modules.h).
+  ClosedModules closes;
+  std::atomic<ClosedModules*> closed{nullptr};
+  ModuleIndexer indexer(&closed);
+  EXPECT_TRUE(indexer.TakeModules().empty());
+  internal::ModuleMap& map = internal::ModuleMap::Global();
+  map.RefreshIfChanged();
+  const uint64_t before = map.generation();
+  dlclose(plugin_);
+  map.RefreshIfChanged();
+  closes.RecordDlclose(before, map.generation(), 10);
+  closed.store(&closes);
+  const DumpFrame frame = indexer.Resolve(reinterpret_cast<uintptr_t>(pc_), 5);
+  EXPECT_EQ(frame.module, kUnknownModule);
+  EXPECT_EQ(frame.offset, reinterpret_cast<uintptr_t>(pc_));
+}
+
 }  // namespace
 }  // namespace stackwalk::leakcheck::dump

@@ -92,7 +92,7 @@ bool ReadWhole(const char* path, std::string* out, std::string* error) {
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     try {
       out->reserve(static_cast<size_t>(st.st_size));
-    } catch (const std::exception&) {  // too large to hold: the reads below say so
+    } catch (const std::exception&) {  // too large to reserve: read as it comes, as before
     }
   }
   char buf[1 << 16];

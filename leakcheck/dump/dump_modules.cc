@@ -85,7 +85,8 @@ DumpFrame ModuleIndexer::ResolveWithClosed(const ClosedModules& closed, uintptr_
     m.load_bias = object.bias;
     m.extent = {object.start, object.end};
     m.closed_at = object.closed_at;
-    return DumpFrame{IndexOf(std::move(m)), pc - object.bias};
+    const uint32_t index = IndexOf(std::move(m));  // kUnknownModule once the list was taken
+    return DumpFrame{index, index != kUnknownModule ? pc - object.bias : pc};
   }
   return ResolveLoaded(pc);
 }

@@ -142,9 +142,9 @@ std::vector<SymbolizedFrame> DumpNamer::Name(const DumpStack& stack, int look_up
     const size_t first = named.size();
     if (!file.empty() && i < look_up) {
       // A return address: looked up a byte back, inside the call, as the symbolizer does.
-      auto frames = symbolizer_->SymbolizeFile(file, frame.offset - 1);
-      if (frames.ok()) {
-        for (SymbolizedFrame& f : *frames) named.push_back(std::move(f));
+      auto found = symbolizer_->SymbolizeFile(file, frame.offset - 1);
+      if (found.ok()) {
+        for (SymbolizedFrame& f : *found) named.push_back(std::move(f));
       }
     }
     if (named.size() == first) named.emplace_back();  // the object and offset, unnamed
