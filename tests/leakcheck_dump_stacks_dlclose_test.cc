@@ -3,6 +3,7 @@
 // (each frame dated by the stack's time, ClosedModules) and between that and writing the stacks
 // (the object listed then). The plugin is the test fixture libleaky_plugin.so and copies of it.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <link.h>
 #include <sys/mman.h>
@@ -10,6 +11,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -66,6 +69,7 @@ class PluginCopies {
   PluginCopies() {
     char dir[] = "/tmp/leakcheck_dump_stacks_dlclose.XXXXXX";
     if (mkdtemp(dir) != nullptr) dir_ = dir;
+    fillers_.reserve(kMostFillers);  // no allocation between a dlclose and its dlopen
   }
   ~PluginCopies() {
     std::error_code ignored;
@@ -85,6 +89,7 @@ class PluginCopies {
   // just dlclose'd). The kernel places a mapping at the top of the highest free gap it fits
   // in: wherever the copy lands instead is reserved before the next try. Null if it cannot be.
   void* OpenAt(const std::string& path, Range want) {
+    ReserveGapsAbove(want);
     for (int attempt = 0; attempt < 64; ++attempt) {
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) return nullptr;
@@ -97,13 +102,51 @@ class PluginCopies {
       if (got.hi <= got.lo || (taken.lo < want.hi && taken.hi > want.lo)) return nullptr;
       void* filler = mmap(reinterpret_cast<void*>(taken.lo), taken.hi - taken.lo, PROT_NONE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (filler == MAP_FAILED) return nullptr;
+      if (filler == MAP_FAILED || fillers_.size() == kMostFillers) return nullptr;
       fillers_.push_back(taken);
     }
     return nullptr;
   }
 
  private:
+  // Reserves every free gap above `want` that could hold it (from /proc/self/maps, read into a
+  // buffer of its own: nothing that could map memory runs between the dlclose and the dlopen).
+  // Else a copy first lands in a higher gap, and a small mapping the loader or a sanitizer's
+  // allocator makes meanwhile takes the top of the hole at `want` for good (seen under ASan).
+  // Gaps at and above the stack's mapping are left alone: the stack grows into them.
+  void ReserveGapsAbove(Range want) {
+    static char maps[1 << 18];
+    const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    size_t size = 0;
+    for (ssize_t n; size < sizeof(maps) - 1 &&
+                    (n = read(fd, maps + size, sizeof(maps) - 1 - size)) > 0;) {
+      size += static_cast<size_t>(n);
+    }
+    close(fd);
+    maps[size] = '\0';
+    uintptr_t previous_hi = 0;
+    for (char* line = maps; line < maps + size && *line != '\0';) {
+      char* end = std::strchr(line, '\n');
+      if (end != nullptr) *end = '\0';
+      char* dash = nullptr;
+      const uintptr_t lo = std::strtoull(line, &dash, 16);
+      const uintptr_t hi = dash != nullptr && *dash == '-' ? std::strtoull(dash + 1, nullptr, 16) : 0;
+      if (std::strstr(line, "[stack]") != nullptr) break;
+      if (previous_hi != 0 && lo > previous_hi && previous_hi >= want.hi &&
+          lo - previous_hi >= want.hi - want.lo) {
+        void* filler = mmap(reinterpret_cast<void*>(previous_hi), lo - previous_hi, PROT_NONE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (filler != MAP_FAILED) fillers_.push_back({previous_hi, lo});
+        if (fillers_.size() == kMostFillers) break;
+      }
+      if (hi > previous_hi) previous_hi = hi;
+      if (end == nullptr) break;
+      line = end + 1;
+    }
+  }
+
+  static constexpr size_t kMostFillers = 1024;
   std::string dir_;
   std::vector<Range> fillers_;
 };
