@@ -164,13 +164,9 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
   // The label stage, from the dump's threads (by their serials in the program).
   std::map<uint32_t, const DumpThread*> by_serial;
   for (const DumpThread& t : dump.threads) by_serial.emplace(t.serial, &t);
-  std::vector<uint32_t> serial_of(thread_index.size());
-  for (uint32_t index = 0; index < serial_of.size(); ++index) {
-    serial_of[index] = thread_index.value(index);
-  }
   auto label = [&](uint32_t index, std::string* name, int* tid) -> const DumpThread* {
-    if (index >= serial_of.size()) return nullptr;
-    const auto found = by_serial.find(serial_of[index]);
+    if (index >= thread_index.size()) return nullptr;
+    const auto found = by_serial.find(thread_index.value(index));
     if (found == by_serial.end()) return nullptr;
     *name = found->second->name.empty() ? "?" : found->second->name;
     *tid = found->second->tid;
@@ -180,11 +176,11 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
     if (const DumpThread* t = label(thread.serial, &thread.name, &thread.tid)) {
       thread.peak_bytes = t->peak_bytes;
     }
-    if (thread.serial < serial_of.size()) thread.serial = serial_of[thread.serial];
+    if (thread.serial < thread_index.size()) thread.serial = thread_index.value(thread.serial);
   }
   for (ReportEntry& entry : report.entries) {
     label(entry.thread, &entry.thread_name, &entry.tid);
-    if (entry.thread < serial_of.size()) entry.thread = serial_of[entry.thread];
+    if (entry.thread < thread_index.size()) entry.thread = thread_index.value(entry.thread);
   }
   return report;
 }
