@@ -17,6 +17,9 @@ namespace stackwalk::leakcheck {
 // Initial-exec: the thread-locals live in static TLS, so touching them never allocates.
 __thread bool t_inside_checker __attribute__((tls_model("initial-exec"))) = false;
 __attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_serial = 0;
+// The copy of each stack's statistics this thread owns (StackTable::ClaimStatsCopy), or 0: the
+// shared one.
+__attribute__((tls_model("initial-exec"))) static thread_local uint32_t t_stats_copy = 0;
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_forking = false;
 __attribute__((tls_model("initial-exec"))) static thread_local bool t_world_stopped = false;
 static std::atomic<uint64_t> g_hooks_while_stopped{0};
@@ -76,6 +79,11 @@ std::atomic<int> g_exit_key_state{0};  // 0 none, 1 creating, 2 ready
 
 void ThreadExiting(void* serial) {
   ReentryGuard own;  // what pthread_getattr_np allocates is the checker's
+  // Its statistics copy for a later thread; what it frees from now on (other keys' destructors)
+  // takes the shared copy.
+  const uint32_t copy = t_stats_copy;
+  t_stats_copy = 0;
+  GlobalState().stacks.ReleaseStatsCopy(copy);
   GlobalState().threads.MarkExited(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(serial)));
   RecordExitingThreadStack();
 }
@@ -95,8 +103,11 @@ void WatchThreadExit(uint32_t serial) {
 namespace {
 // A thread's first recorded allocation: out of line, so that the others' ThreadSerial inlines.
 __attribute__((noinline)) void RegisterThread() {
-  t_serial = GlobalState().threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
-  if (t_serial != 0) WatchThreadExit(t_serial);
+  State& s = GlobalState();
+  t_serial = s.threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
+  if (t_serial == 0) return;
+  t_stats_copy = s.stacks.ClaimStatsCopy(t_serial);
+  WatchThreadExit(t_serial);
 }
 }  // namespace
 
@@ -129,6 +140,8 @@ bool WorldStoppedHere() {
 
 void ForgetThreadAfterFork() {
   t_serial = 0;
+  t_stats_copy = 0;
+  GlobalState().stacks.ForgetStatsOwners();  // the parent's threads are not in the child
   t_sequence_next = t_sequence_end = 0;
   t_last_address_inverted = 0;
   ExitedStacksAfterForkChild();
@@ -136,6 +149,11 @@ void ForgetThreadAfterFork() {
 }
 
 namespace {
+// The calling thread's own copy of a stack's statistics, if it owns one (and it could be mapped).
+[[gnu::always_inline]] inline StackStats* OwnStats(State& s, uint32_t stack_id) {
+  return t_stats_copy != 0 ? s.stacks.OwnedStats(stack_id, t_stats_copy) : nullptr;
+}
+
 // The live bytes and peaks: the process's, and the allocating thread's; exact, or when sampling
 // the estimate of each recorded block (sampler.h); and the stack's statistics (in the same
 // bytes; their counts are of recorded blocks), changed first so that a peak this makes comes
@@ -144,8 +162,11 @@ namespace {
 [[gnu::always_inline]] inline bool CountAllocated(State& s, uint32_t serial, uint64_t size,
                                                   uint32_t stack_id, bool made) {
   size = EstimatedBytes(size, s.recording.sample_bytes.load(std::memory_order_relaxed));
-  if (StackStats* stats = s.stacks.Stats(stack_id)) {
-    stats->Allocated(size, s.peak_epoch.load(std::memory_order_relaxed), made);
+  const uint64_t epoch = s.peak_epoch.load(std::memory_order_relaxed);
+  if (StackStats* own = OwnStats(s, stack_id)) {
+    own->Allocated<StatsWriter::kOwned>(size, epoch, made);
+  } else if (StackStats* shared = s.stacks.SharedStats(stack_id)) {
+    shared->Allocated(size, epoch, made);
   }
   const bool new_peak = s.live_bytes.Add(size);
   if (new_peak) {
@@ -167,8 +188,11 @@ void MaybeSampleTimeline(State& s, bool new_peak) {
 [[gnu::always_inline]] inline void CountFreed(State& s, const Allocation& a,
                                               bool temporary = false) {
   const uint64_t size = EstimatedBytes(a.size, s.recording.sample_bytes.load(std::memory_order_relaxed));
-  if (StackStats* stats = s.stacks.Stats(a.stack_id)) {
-    stats->Freed(size, s.peak_epoch.load(std::memory_order_relaxed), temporary);
+  const uint64_t epoch = s.peak_epoch.load(std::memory_order_relaxed);
+  if (StackStats* own = OwnStats(s, a.stack_id)) {
+    own->Freed<StatsWriter::kOwned>(size, epoch, temporary);
+  } else if (StackStats* shared = s.stacks.SharedStats(a.stack_id)) {
+    shared->Freed(size, epoch, temporary);
   }
   s.live_bytes.Subtract(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {

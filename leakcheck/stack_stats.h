@@ -12,6 +12,12 @@
 // peak contributes what it holds now, else what it saved. With one thread the contributions sum
 // to the process's peak exactly; threads racing between a stack's change and the epoch's bump
 // can shift a block's bytes to or from the peak (a few blocks, not a drift: each peak re-saves).
+// The rule holds for each of a stack's copies (StackTable keeps a shared one and one for each of a
+// few threads) on its own, so the copies' contributions sum to the stack's.
+//
+// A copy is updated either by any thread (kShared: atomic read-modify-writes) or by its one owner
+// (kOwned: plain loads and stores of the same atomics, no locked instruction; readers still see
+// each field whole).
 #ifndef STACKWALK_LEAKCHECK_STACK_STATS_H_
 #define STACKWALK_LEAKCHECK_STACK_STATS_H_
 
@@ -19,6 +25,20 @@
 #include <cstdint>
 
 namespace stackwalk::leakcheck {
+
+// A stack's figures summed over its copies, the peak's as of the last peak epoch.
+struct StackStatsTotals {
+  uint64_t allocations = 0;
+  uint64_t allocated_bytes = 0;
+  uint64_t live_bytes = 0;
+  uint64_t live_blocks = 0;
+  uint64_t temporary = 0;
+  uint64_t temporary_bytes = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t peak_blocks = 0;
+};
+
+enum class StatsWriter { kShared, kOwned };
 
 struct StackStats {
   std::atomic<uint64_t> allocations{0};      // made over the run
@@ -34,29 +54,46 @@ struct StackStats {
   // A block of `size` bytes allocated, at process peak epoch `epoch` (before the process's own
   // counter sees it). `made` is false for a block put back (a failed realloc's): live again,
   // not a new allocation.
+  template <StatsWriter kWriter = StatsWriter::kShared>
   void Allocated(uint64_t size, uint64_t epoch, bool made = true) {
-    SaveAtPeak(epoch);
-    live_bytes.fetch_add(size, std::memory_order_relaxed);
-    live_blocks.fetch_add(1, std::memory_order_relaxed);
+    SaveAtPeak<kWriter>(epoch);
+    Add<kWriter>(live_bytes, size);
+    Add<kWriter>(live_blocks, 1);
     if (!made) return;
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    allocated_bytes.fetch_add(size, std::memory_order_relaxed);
+    Add<kWriter>(allocations, 1);
+    Add<kWriter>(allocated_bytes, size);
   }
   // A block of `size` bytes gone (freed, reallocated, or its free missed); `temporary` if its
   // thread freed it before allocating again.
+  template <StatsWriter kWriter = StatsWriter::kShared>
   void Freed(uint64_t size, uint64_t epoch, bool is_temporary) {
-    SaveAtPeak(epoch);
-    live_bytes.fetch_sub(size, std::memory_order_relaxed);
-    live_blocks.fetch_sub(1, std::memory_order_relaxed);
+    SaveAtPeak<kWriter>(epoch);
+    Add<kWriter>(live_bytes, uint64_t{0} - size);  // wraps: a subtraction
+    Add<kWriter>(live_blocks, ~uint64_t{0});
     if (!is_temporary) return;
-    temporary.fetch_add(1, std::memory_order_relaxed);
-    temporary_bytes.fetch_add(size, std::memory_order_relaxed);
+    Add<kWriter>(temporary, 1);
+    Add<kWriter>(temporary_bytes, size);
   }
   // What the stack held (bytes, blocks) at the peak of epoch `final_epoch` (the last one).
   void AtPeak(uint64_t final_epoch, uint64_t* bytes, uint64_t* blocks) const {
     const bool unchanged = changed_epoch.load(std::memory_order_relaxed) < final_epoch;
     *bytes = (unchanged ? live_bytes : peak_bytes).load(std::memory_order_relaxed);
     *blocks = (unchanged ? live_blocks : peak_blocks).load(std::memory_order_relaxed);
+  }
+  // Adds this copy's figures to `totals`. A copy may hold more frees than allocations (its
+  // writers freed blocks another copy's made): its live figures are then below zero, as unsigned
+  // integers, and the sum over the copies is still exact.
+  void AddTo(uint64_t final_epoch, StackStatsTotals* totals) const {
+    totals->allocations += allocations.load(std::memory_order_relaxed);
+    totals->allocated_bytes += allocated_bytes.load(std::memory_order_relaxed);
+    totals->live_bytes += live_bytes.load(std::memory_order_relaxed);
+    totals->live_blocks += live_blocks.load(std::memory_order_relaxed);
+    totals->temporary += temporary.load(std::memory_order_relaxed);
+    totals->temporary_bytes += temporary_bytes.load(std::memory_order_relaxed);
+    uint64_t bytes = 0, blocks = 0;
+    AtPeak(final_epoch, &bytes, &blocks);
+    totals->peak_bytes += bytes;
+    totals->peak_blocks += blocks;
   }
   void Reset() {
     for (std::atomic<uint64_t>* field : {&allocations, &allocated_bytes, &live_bytes, &live_blocks,
@@ -67,13 +104,25 @@ struct StackStats {
   }
 
  private:
+  template <StatsWriter kWriter>
+  static void Add(std::atomic<uint64_t>& field, uint64_t delta) {
+    if constexpr (kWriter == StatsWriter::kOwned) {
+      field.store(field.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    } else {
+      field.fetch_add(delta, std::memory_order_relaxed);
+    }
+  }
+  template <StatsWriter kWriter>
   void SaveAtPeak(uint64_t epoch) {
     uint64_t seen = changed_epoch.load(std::memory_order_relaxed);
-    if (seen < epoch &&
-        changed_epoch.compare_exchange_strong(seen, epoch, std::memory_order_relaxed)) {
-      peak_bytes.store(live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      peak_blocks.store(live_blocks.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (seen >= epoch) return;
+    if constexpr (kWriter == StatsWriter::kOwned) {
+      changed_epoch.store(epoch, std::memory_order_relaxed);
+    } else if (!changed_epoch.compare_exchange_strong(seen, epoch, std::memory_order_relaxed)) {
+      return;  // another thread saved them for this epoch
     }
+    peak_bytes.store(live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    peak_blocks.store(live_blocks.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
 };
 

@@ -75,19 +75,9 @@ uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
   if (n > 0) std::memcpy(s->pcs, pcs, sizeof(void*) * n);  // an empty stack may come as null
   uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
   if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
-  // Its statistics' chunk before the id is published: a recorded block's stack always has them.
-  std::atomic<StackStats*>& stats_chunk = stats_[id / kIdChunk];
-  if (stats_chunk.load(std::memory_order_acquire) == nullptr) {
-    constexpr size_t kStatsChunkBytes = (sizeof(StackStats) * kIdChunk + 4095) & ~size_t{4095};
-    StackStats* fresh = static_cast<StackStats*>(OwnMap(kStatsChunkBytes));  // zeroed
-    if (fresh == nullptr) return kNoStack;
-    StackStats* none = nullptr;
-    if (stats_chunk.compare_exchange_strong(none, fresh, std::memory_order_acq_rel)) {
-      bytes_.fetch_add(kStatsChunkBytes, std::memory_order_relaxed);
-    } else {
-      OwnUnmap(fresh, kStatsChunkBytes);
-    }
-  }
+  // Its shared statistics' chunk before the id is published: a recorded block's stack always
+  // has them.
+  if (MapStatsChunk(id, 0) == nullptr) return kNoStack;
   std::atomic<Stack**>& chunk = ids_[id / kIdChunk];
   Stack** slots = chunk.load(std::memory_order_acquire);
   if (slots == nullptr) {
@@ -115,10 +105,60 @@ int StackTable::Frames(uint32_t id, void* const** pcs) const {
   return s->n;
 }
 
+StackStats* StackTable::MapStatsChunk(uint32_t id, uint32_t copy) {
+  std::atomic<StackStats*>& stats_chunk = stats_[copy][id / kIdChunk];
+  StackStats* chunk = stats_chunk.load(std::memory_order_acquire);
+  if (chunk != nullptr) return chunk;
+  constexpr size_t kStatsChunkBytes = (sizeof(StackStats) * kIdChunk + 4095) & ~size_t{4095};
+  StackStats* fresh = static_cast<StackStats*>(OwnMap(kStatsChunkBytes));  // zeroed
+  if (fresh == nullptr) return nullptr;
+  if (stats_chunk.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+    bytes_.fetch_add(kStatsChunkBytes, std::memory_order_relaxed);
+    return fresh;
+  }
+  OwnUnmap(fresh, kStatsChunkBytes);
+  return chunk;  // another thread's, just mapped
+}
+
+uint32_t StackTable::ClaimStatsCopy(uint32_t serial) {
+  for (uint32_t copy = 1; copy < kStatsCopies; ++copy) {
+    uint32_t none = 0;
+    // Acquire: the writes of the copy's last owner, released by ReleaseStatsCopy, come first.
+    if (stats_owners_[copy].compare_exchange_strong(none, serial, std::memory_order_acquire)) {
+      return copy;
+    }
+  }
+  return 0;
+}
+
+void StackTable::ReleaseStatsCopy(uint32_t copy) {
+  if (copy != 0 && copy < kStatsCopies) stats_owners_[copy].store(0, std::memory_order_release);
+}
+
+void StackTable::ForgetStatsOwners() {
+  for (std::atomic<uint32_t>& owner : stats_owners_) owner.store(0, std::memory_order_relaxed);
+}
+
+bool StackTable::Totals(uint32_t id, uint64_t final_epoch, StackStatsTotals* out) const {
+  *out = StackStatsTotals();
+  if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return false;
+  bool found = false;
+  for (uint32_t copy = 0; copy < kStatsCopies; ++copy) {
+    const StackStats* chunk = stats_[copy][id / kIdChunk].load(std::memory_order_acquire);
+    if (chunk == nullptr) continue;
+    chunk[id % kIdChunk].AddTo(final_epoch, out);
+    found = true;
+  }
+  return found;
+}
+
 void StackTable::ResetStats() {
   const uint32_t end = next_id_.load(std::memory_order_acquire);
-  for (uint32_t id = 1; id < end; ++id) {
-    if (StackStats* stats = Stats(id)) stats->Reset();
+  for (uint32_t copy = 0; copy < kStatsCopies; ++copy) {
+    for (uint32_t id = 1; id < end; ++id) {
+      StackStats* chunk = stats_[copy][id / kIdChunk].load(std::memory_order_acquire);
+      if (chunk != nullptr) chunk[id % kIdChunk].Reset();
+    }
   }
 }
 

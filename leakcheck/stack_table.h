@@ -28,13 +28,38 @@ class StackTable {
   // The frames of a stack id (valid for the process's life). Returns the count.
   int Frames(uint32_t id, void* const** pcs) const;
 
-  // What stack `id` did over the run (stack_stats.h); null for kNoStack or an unknown id.
-  // Lock-free: every recorded allocation and free asks it.
-  StackStats* Stats(uint32_t id) const {
+  // Each stack's statistics (stack_stats.h) are kept in kStatsCopies copies, readers summing
+  // them (Totals). Copy 0 is shared: updated by atomic read-modify-writes. Each other copy is
+  // owned by one thread at a time (ClaimStatsCopy), which alone writes it, by plain loads and
+  // stores: its allocations and frees then update their stack without a locked instruction
+  // (they were a seventh of the time the checker adds to an allocation on the benchmark
+  // workload, one thread or two). A stack's shared copy is mapped before its id is handed out;
+  // a chunk of an owned copy when its owner first updates one of its stacks.
+  static constexpr uint32_t kStatsCopies = 4;
+  // A copy for the calling thread (serial `serial`) to own, or 0 if every copy is owned.
+  uint32_t ClaimStatsCopy(uint32_t serial);
+  // Gives `copy` up: its owner will not write it again (it takes copy 0 from now on).
+  void ReleaseStatsCopy(uint32_t copy);
+  // In a fork's child, whose one thread is the only writer left: every copy unowned.
+  void ForgetStatsOwners();
+  // The shared copy of stack `id`'s statistics; null for kNoStack or an unknown id. Lock-free:
+  // every recorded allocation and free asks it, or OwnedStats.
+  StackStats* SharedStats(uint32_t id) const {
     if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
-    StackStats* chunk = stats_[id / kIdChunk].load(std::memory_order_acquire);
+    StackStats* chunk = stats_[0][id / kIdChunk].load(std::memory_order_acquire);
     return chunk != nullptr ? &chunk[id % kIdChunk] : nullptr;
   }
+  // Owned copy `copy` (1 .. kStatsCopies - 1) of stack `id`'s statistics, mapping its chunk if
+  // need be; null for kNoStack, an unknown id, or if the chunk could not be mapped.
+  StackStats* OwnedStats(uint32_t id, uint32_t copy) {
+    if (id == kNoStack || id / kIdChunk >= static_cast<uint32_t>(kIdChunks)) return nullptr;
+    StackStats* chunk = stats_[copy][id / kIdChunk].load(std::memory_order_acquire);
+    if (__builtin_expect(chunk == nullptr, false)) chunk = MapStatsChunk(id, copy);
+    return chunk != nullptr ? &chunk[id % kIdChunk] : nullptr;
+  }
+  // Stack `id`'s statistics summed over its copies, as of peak epoch `final_epoch`; false for
+  // kNoStack or an unknown id.
+  bool Totals(uint32_t id, uint64_t final_epoch, StackStatsTotals* out) const;
   // Zeroes every stack's statistics (a new in-process session).
   void ResetStats();
 
@@ -81,10 +106,15 @@ class StackTable {
   };
   Shard shards_[kShards] = {};
   std::atomic<Stack**> ids_[kIdChunks] = {};  // id -> stack, in chunks
-  // id -> its statistics, in chunks of kIdChunk beside the ids'. Not in the nodes: the record
-  // region's reader reads a node's frames right after its header (record::StackNode). Private
-  // memory (OwnMap): only the dump, written by the living process, reads them.
-  std::atomic<StackStats*> stats_[kIdChunks] = {};
+  // Maps the chunk of copy `copy` that holds stack `id`'s statistics, unless another thread just
+  // did; null if out of memory.
+  __attribute__((noinline)) StackStats* MapStatsChunk(uint32_t id, uint32_t copy);
+
+  // id -> its statistics, each copy in chunks of kIdChunk beside the ids'. Not in the nodes: the
+  // record region's reader reads a node's frames right after its header (record::StackNode).
+  // Private memory (OwnMap): only the dump, written by the living process, reads them.
+  std::atomic<StackStats*> stats_[kStatsCopies][kIdChunks] = {};
+  std::atomic<uint32_t> stats_owners_[kStatsCopies] = {};  // a serial, or 0; [0] unused
   std::atomic<uint32_t> next_id_{1};
   SpinLock arena_lock_;
   char* arena_ = nullptr;

@@ -53,11 +53,14 @@ struct State {
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
   AllocationTable allocations{&g_recorded_blocks};
-  PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
+  // Every recorded allocation and free writes live_bytes and reads peak_epoch: each on a cache
+  // line of its own, so that the one's traffic between cores does not evict the other, nor the
+  // stack table's first fields, from the reading cores.
+  alignas(64) PeakCounter live_bytes;  // the process's recorded live bytes and their exact peak
   // Bumped after each new peak of live_bytes: how stacks know what they held at the last peak
   // (stack_stats.h).
-  std::atomic<uint64_t> peak_epoch{0};
-  StackTable stacks;
+  alignas(64) std::atomic<uint64_t> peak_epoch{0};
+  alignas(64) StackTable stacks;
   ThreadRegistry threads;
   Timeline timeline;  // live bytes over time, sampled by the hooks
   std::atomic<ClosedModules*> closed{nullptr};  // created at the first dlclose, never freed

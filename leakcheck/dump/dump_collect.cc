@@ -70,17 +70,18 @@ void CollectStackStats(State& state, const std::vector<uint64_t>& earliest, Tabl
   const uint64_t now = state.allocations.next_sequence();
   const uint32_t end = state.stacks.size() + 1;
   for (uint32_t id = 1; id < end; ++id) {
-    const StackStats* stats = state.stacks.Stats(id);
-    if (stats == nullptr) continue;
+    StackStatsTotals totals;
+    if (!state.stacks.Totals(id, final_epoch, &totals)) continue;
     DumpStackStats s;
     s.stack_id = id;
-    s.allocations = stats->allocations.load(std::memory_order_relaxed);
-    s.allocated_bytes = stats->allocated_bytes.load(std::memory_order_relaxed);
-    s.live_bytes = stats->live_bytes.load(std::memory_order_relaxed);
-    s.live_blocks = stats->live_blocks.load(std::memory_order_relaxed);
-    s.temporary = stats->temporary.load(std::memory_order_relaxed);
-    s.temporary_bytes = stats->temporary_bytes.load(std::memory_order_relaxed);
-    stats->AtPeak(final_epoch, &s.peak_bytes, &s.peak_blocks);
+    s.allocations = totals.allocations;
+    s.allocated_bytes = totals.allocated_bytes;
+    s.live_bytes = totals.live_bytes;
+    s.live_blocks = totals.live_blocks;
+    s.temporary = totals.temporary;
+    s.temporary_bytes = totals.temporary_bytes;
+    s.peak_bytes = totals.peak_bytes;
+    s.peak_blocks = totals.peak_blocks;
     if (s.allocations == 0 && s.live_blocks == 0) continue;
     out->stack_stats.push_back(s);
     if (id < earliest.size() && earliest[id] != UINT64_MAX) continue;  // listed already
