@@ -1,6 +1,7 @@
-// Threads allocating from the same few stacks at once: what the checker's shared per-stack
-// bookkeeping costs between cores, with little walk around it. Each thread keeps a ring of 1,024
-// blocks (each slot freed and refilled) allocated from 16 call sites one frame deep.
+// Threads allocating from one stack at once: what the checker's shared per-stack bookkeeping
+// costs between cores, with little walk around it. Each thread keeps a ring of 1,024 blocks (each
+// slot freed and refilled) of 16 sizes, all allocated by one call one frame deep, so every
+// allocation of every thread has the same stack.
 //   shared_stacks THREADS ALLOCATIONS_PER_THREAD
 #include <pthread.h>
 #include <stdio.h>

@@ -88,14 +88,14 @@ void ThreadExiting(void* serial) {
   RecordExitingThreadStack();
 }
 
-void WatchThreadExit(uint32_t serial) {
+// True if ThreadExiting will run when the calling thread exits.
+bool WatchThreadExit(uint32_t serial) {
   int expected = 0;
   if (g_exit_key_state.compare_exchange_strong(expected, 1)) {
     g_exit_key_state.store(pthread_key_create(&g_exit_key, ThreadExiting) == 0 ? 2 : 3);
   }
-  if (g_exit_key_state.load() == 2) {
-    pthread_setspecific(g_exit_key, reinterpret_cast<void*>(uintptr_t{serial}));
-  }
+  return g_exit_key_state.load() == 2 &&
+         pthread_setspecific(g_exit_key, reinterpret_cast<void*>(uintptr_t{serial})) == 0;
 }
 
 }  // namespace
@@ -106,8 +106,9 @@ __attribute__((noinline)) void RegisterThread() {
   State& s = GlobalState();
   t_serial = s.threads.RegisterCurrent(static_cast<int32_t>(syscall(SYS_gettid)));
   if (t_serial == 0) return;
-  t_stats_copy = s.stacks.ClaimStatsCopy(t_serial);
-  WatchThreadExit(t_serial);
+  // A copy of its own only if its exit will give it back (else the shared one: the key may still
+  // be in the making by another thread, or could not be made).
+  if (WatchThreadExit(t_serial)) t_stats_copy = s.stacks.ClaimStatsCopy(t_serial);
 }
 }  // namespace
 
@@ -149,9 +150,25 @@ void ForgetThreadAfterFork() {
 }
 
 namespace {
-// The calling thread's own copy of a stack's statistics, if it owns one (and it could be mapped).
-[[gnu::always_inline]] inline StackStats* OwnStats(State& s, uint32_t stack_id) {
-  return t_stats_copy != 0 ? s.stacks.OwnedStats(stack_id, t_stats_copy) : nullptr;
+// Calls own(StackStats&) with the calling thread's own copy of a stack's statistics if it owns
+// one (and it could be mapped), else shared(StackStats&) with the shared copy. While the owned
+// copy is updated the thread owns none: a signal handler's hook that lands between a field's
+// load and its store takes the shared copy instead of writing the same field.
+template <class Own, class Shared>
+[[gnu::always_inline]] inline void UpdateStats(State& s, uint32_t stack_id, Own&& own,
+                                               Shared&& shared) {
+  const uint32_t copy = t_stats_copy;
+  if (copy != 0) {
+    if (StackStats* stats = s.stacks.OwnedStats(stack_id, copy)) {
+      t_stats_copy = 0;
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      own(*stats);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      t_stats_copy = copy;
+      return;
+    }
+  }
+  if (StackStats* stats = s.stacks.SharedStats(stack_id)) shared(*stats);
 }
 
 // The live bytes and peaks: the process's, and the allocating thread's; exact, or when sampling
@@ -163,11 +180,9 @@ namespace {
                                                   uint32_t stack_id, bool made) {
   size = EstimatedBytes(size, s.recording.sample_bytes.load(std::memory_order_relaxed));
   const uint64_t epoch = s.peak_epoch.load(std::memory_order_relaxed);
-  if (StackStats* own = OwnStats(s, stack_id)) {
-    own->Allocated<StatsWriter::kOwned>(size, epoch, made);
-  } else if (StackStats* shared = s.stacks.SharedStats(stack_id)) {
-    shared->Allocated(size, epoch, made);
-  }
+  UpdateStats(
+      s, stack_id, [&](StackStats& own) { own.Allocated<StatsWriter::kOwned>(size, epoch, made); },
+      [&](StackStats& shared) { shared.Allocated(size, epoch, made); });
   const bool new_peak = s.live_bytes.Add(size);
   if (new_peak) {
     s.peak_epoch.fetch_add(1, std::memory_order_relaxed);
@@ -189,11 +204,9 @@ void MaybeSampleTimeline(State& s, bool new_peak) {
                                               bool temporary = false) {
   const uint64_t size = EstimatedBytes(a.size, s.recording.sample_bytes.load(std::memory_order_relaxed));
   const uint64_t epoch = s.peak_epoch.load(std::memory_order_relaxed);
-  if (StackStats* own = OwnStats(s, a.stack_id)) {
-    own->Freed<StatsWriter::kOwned>(size, epoch, temporary);
-  } else if (StackStats* shared = s.stacks.SharedStats(a.stack_id)) {
-    shared->Freed(size, epoch, temporary);
-  }
+  UpdateStats(
+      s, a.stack_id, [&](StackStats& own) { own.Freed<StatsWriter::kOwned>(size, epoch, temporary); },
+      [&](StackStats& shared) { shared.Freed(size, epoch, temporary); });
   s.live_bytes.Subtract(size);
   if (PeakCounter* thread = s.threads.LiveBytesOf(static_cast<uint32_t>(a.thread))) {
     thread->Subtract(size);

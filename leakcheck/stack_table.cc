@@ -4,6 +4,7 @@
 #include "leakcheck/stack_hash.h"
 #include "leakcheck/scan/own_mappings.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -149,11 +150,18 @@ bool StackTable::Totals(uint32_t id, uint64_t final_epoch, StackStatsTotals* out
     chunk[id % kIdChunk].AddTo(final_epoch, out);
     found = true;
   }
+  // Summed while threads run (a snapshot), a block made in one copy and freed in another between
+  // the two copies' reads shows as a free alone: live figures below zero read as none.
+  for (uint64_t* live : {&out->live_bytes, &out->live_blocks, &out->peak_bytes, &out->peak_blocks}) {
+    if (static_cast<int64_t>(*live) < 0) *live = 0;
+  }
   return found;
 }
 
 void StackTable::ResetStats() {
-  const uint32_t end = next_id_.load(std::memory_order_acquire);
+  // next_id_ passes the last id when stacks run out (Add's fetch_add comes before its check).
+  const uint32_t end = std::min<uint32_t>(next_id_.load(std::memory_order_acquire),
+                                          static_cast<uint32_t>(kIdChunk) * kIdChunks);
   for (uint32_t copy = 0; copy < kStatsCopies; ++copy) {
     for (uint32_t id = 1; id < end; ++id) {
       StackStats* chunk = stats_[copy][id / kIdChunk].load(std::memory_order_acquire);

@@ -177,6 +177,13 @@ TEST(StackTableStats, TheCopiesOfAStackSumToItsTotals) {
   EXPECT_EQ(totals.peak_bytes, 150u);
   EXPECT_EQ(totals.peak_blocks, 3u);
   EXPECT_FALSE(stacks->Totals(StackTable::kNoStack, p.epoch.load(), &totals));
+  // Summed while threads run, a free may be seen without its allocation: no live figure below 0.
+  const uint32_t other = stacks->Intern(pcs, 1);
+  ASSERT_NE(other, StackTable::kNoStack);
+  stacks->OwnedStats(other, b)->Freed<StatsWriter::kOwned>(64, p.epoch.load(), false);
+  ASSERT_TRUE(stacks->Totals(other, p.epoch.load(), &totals));
+  EXPECT_EQ(totals.live_bytes, 0u);
+  EXPECT_EQ(totals.live_blocks, 0u);
 }
 
 // Every copy but the shared one goes to one thread at a time; once all are owned a thread takes
