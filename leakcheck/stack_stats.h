@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 
 namespace stackwalk::leakcheck {
 
