@@ -96,6 +96,37 @@ TEST(FrameCache, AnEndOfTheStackIsAnEntryNoRegionHolds) {
   EXPECT_EQ(cache->Find(FrameCache::Key(kPc, true), kSp), nullptr) << "an exact pc's rule is another";
 }
 
+TEST(FrameCache, AnEntryNamesItsCallersEntryWhileThatFrameHoldsTheSlot) {
+  auto cache = std::make_unique<FrameCache>();
+  cache->Retag(7);
+  // The callee's step (cfa = sp + 32) read kPc + 0x100 (SlotsOf) as its return address.
+  const CompactRule rule = RuleOf(CompactRule::Kind::kCfaSp, 32, -8, 0);
+  const uint64_t cfa = kSp + 32, caller_pc = kPc + 0x100;
+  cache->Put<ArchX86_64>(kKey, kSp, 0, rule, cfa, SlotsOf(rule, cfa));
+  const FrameCache::Entry* callee = cache->Find(kKey, kSp);
+  ASSERT_NE(callee, nullptr);
+  EXPECT_EQ(FrameCache::HintedCaller(*callee, caller_pc), nullptr) << "no caller entry yet";
+  cache->Put<ArchX86_64>(FrameCache::Key(caller_pc, false), cfa, 0, rule, cfa + 32,
+                         SlotsOf(rule, cfa + 32));
+  const FrameCache::Entry* caller = cache->Find(FrameCache::Key(caller_pc, false), cfa);
+  ASSERT_NE(caller, nullptr);
+  EXPECT_EQ(FrameCache::HintedCaller(*callee, caller_pc), caller);
+  // Another caller now (the slot read afresh says so): Find() decides.
+  EXPECT_EQ(FrameCache::HintedCaller(*callee, caller_pc + 4), nullptr);
+  // The same pc at another sp (a recursion's other depth) that takes the caller's slot of the
+  // direct-mapped cache: not the callee's caller, whose CFA differs.
+  uint64_t other_sp = cfa + 16;
+  while (FrameCache::Slot(FrameCache::Key(caller_pc, false), other_sp) !=
+         FrameCache::Slot(FrameCache::Key(caller_pc, false), cfa)) {
+    other_sp += 16;
+  }
+  cache->Put<ArchX86_64>(FrameCache::Key(caller_pc, false), other_sp, 0, rule, other_sp + 32,
+                         SlotsOf(rule, other_sp + 32));
+  ASSERT_NE(cache->Find(FrameCache::Key(caller_pc, false), other_sp), nullptr);
+  EXPECT_EQ(FrameCache::HintedCaller(*callee, caller_pc), nullptr);
+  EXPECT_EQ(cache->Find(FrameCache::Key(caller_pc, false), cfa), nullptr);
+}
+
 TEST(FrameCache, EntersOnlyStepsWhoseSlotsLieBetweenTheFrameAndItsCfa) {
   auto cache = std::make_unique<FrameCache>();
   using Kind = CompactRule::Kind;

@@ -7,6 +7,10 @@
 // thread whose log serves it poorly steps through this instead (walk/walk_cfi-inl.inc,
 // StepThroughFrameCache).
 //
+// A walk through the cache takes a caller's pc as code when it finds the caller's entry: an entry
+// with a caller's (non-exact) key is made only for a pc the walk checked as a return address
+// (Put's contract), under the same module map (the tag), so the check would pass again.
+//
 // Why it is exact: a cached rule's step from a frame computes the CFA and the slots' addresses
 // from the frame's pc (and whether it is exact: the first frame's rule is looked up at pc, the
 // others' at pc - 1), its sp, its fp where the CFA comes from fp, and the rule for pc (the rule
@@ -55,7 +59,9 @@ class FrameCache {
     uint64_t fp_addr;  // with FrameLog::kRestoresFp the caller's fp's slot, else ra_addr
     uint32_t flags;
     int32_t fp_slot_offset;  // fp_addr - ra_addr, as the frame log keeps it
-    uint64_t unused;         // one cache line an entry
+    // Where the caller's entry lies if the caller is the one this step found when entered (its
+    // slot by Slot()): a walk checks that entry's key and sp there before it hashes.
+    const Entry* next;
   };
   static_assert(sizeof(Entry) == 64, "one cache line an entry");
 
@@ -63,6 +69,10 @@ class FrameCache {
   // looked up at pc, the others' at pc - 1) in a bit no code address has.
   static constexpr uint64_t kExactPc = 1ull << 63;
   static constexpr uint64_t Key(uint64_t pc, bool exact) { return pc | (exact ? kExactPc : 0); }
+
+  // The fp a walk through the cache compares with kCfaFromFp entries' when it has none: no such
+  // entry keeps it (Put refuses it; its CFA, fp + an offset, would not lie above the frame).
+  static constexpr uint64_t kNoFp = ~uint64_t{0};
 
   static uint32_t Slot(uint64_t key, uint64_t sp) {
     return static_cast<uint32_t>(((key ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> 53) &
@@ -90,8 +100,17 @@ class FrameCache {
     return e.key == key && e.sp == sp ? &e : nullptr;
   }
 
+  // The entry of the caller an entry's step reached, `caller_pc` at the entry's CFA, if it is
+  // where `e.next` says (the caller when `e` was entered, and its entry then not replaced by
+  // another frame's), else null: Find() then decides.
+  static const Entry* HintedCaller(const Entry& e, uint64_t caller_pc) {
+    const Entry* next = e.next;
+    return next->key == caller_pc && next->sp == e.cfa ? next : nullptr;
+  }
+
   // Enters the step from the frame (Key(pc, exact), sp, fp) by `rule` to `cfa`, which read
-  // `slots`, if it may be entered (see the file comment).
+  // `slots`, if it may be entered (see the file comment). A key that is not exact must be a pc
+  // checked as a return address (in code): walks through the cache take it as one.
   template <class Arch>
   void Put(uint64_t key, uint64_t sp, uint64_t fp, const CompactRule& rule, uint64_t cfa,
            const RuleSlots& slots) {
@@ -109,7 +128,10 @@ class FrameCache {
         fp_addr > cfa - 8) {
       return;
     }
-    if (rule.kind == CompactRule::Kind::kCfaFp) flags |= FrameLog::kCfaFromFp;
+    if (rule.kind == CompactRule::Kind::kCfaFp) {
+      if (fp == kNoFp) return;  // the walk's stand-in for "no fp" must match no entry
+      flags |= FrameLog::kCfaFromFp;
+    }
     if (rule.fp_offset != 0) flags |= FrameLog::kRestoresFp;
     Entry& e = entries_[Slot(key, sp)];
     e.key = key;
@@ -120,6 +142,7 @@ class FrameCache {
     e.fp_addr = fp_addr;
     e.flags = flags;
     e.fp_slot_offset = static_cast<int32_t>(fp_addr - slots.ra_addr);
+    e.next = &entries_[Slot(Key(Arch::ReportedPc(slots.ra_val), false), cfa)];
     written_ = true;
   }
 
@@ -134,6 +157,7 @@ class FrameCache {
     e.sp = sp;
     e.cfa = ~uint64_t{0};
     e.flags = kEndsStack;
+    e.next = &e;  // never followed (the CFA stops the walk first), but a valid entry
     written_ = true;
   }
 
