@@ -127,6 +127,29 @@ TEST(FrameCache, AnEntryNamesItsCallersEntryWhileThatFrameHoldsTheSlot) {
   EXPECT_EQ(cache->Find(FrameCache::Key(caller_pc, false), cfa), nullptr);
 }
 
+TEST(FrameCache, ACallersLookupNeverNamesAnExactEntry) {
+  auto cache = std::make_unique<FrameCache>();
+  cache->Retag(7);
+  // A walk's first frame (its pc exact) at kSp, and a callee whose step read kPc with the exact
+  // bit set (a garbage return address: x86_64 keeps all 64 bits) at CFA kSp.
+  const CompactRule rule = RuleOf(CompactRule::Kind::kCfaSp, 32, -8, 0);
+  cache->Put<ArchX86_64>(FrameCache::Key(kPc, true), kSp, 0, rule, kSp + 32,
+                         SlotsOf(rule, kSp + 32));
+  ASSERT_NE(cache->Find(FrameCache::Key(kPc, true), kSp), nullptr);
+  const uint64_t garbage = kPc | FrameCache::kExactPc;
+  RuleSlots slots = SlotsOf(rule, kSp);
+  slots.ra_val = garbage;
+  cache->Put<ArchX86_64>(kKey + 0x40, kSp - 32, 0, rule, kSp, slots);
+  const FrameCache::Entry* callee = cache->Find(kKey + 0x40, kSp - 32);
+  ASSERT_NE(callee, nullptr);
+  EXPECT_EQ(FrameCache::HintedCaller(*callee, garbage), nullptr);
+  EXPECT_EQ(cache->FindCaller(garbage, kSp), nullptr);
+  // A caller's pc without the bit finds its (non-exact) entry as before.
+  cache->Put<ArchX86_64>(kKey, kSp, 0, rule, kSp + 32, SlotsOf(rule, kSp + 32));
+  EXPECT_EQ(cache->FindCaller(kPc, kSp), cache->Find(kKey, kSp));
+  EXPECT_NE(cache->FindCaller(kPc, kSp), nullptr);
+}
+
 TEST(FrameCache, EntersOnlyStepsWhoseSlotsLieBetweenTheFrameAndItsCfa) {
   auto cache = std::make_unique<FrameCache>();
   using Kind = CompactRule::Kind;
