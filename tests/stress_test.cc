@@ -217,7 +217,11 @@ static void CaptureLoop(int thread, std::chrono::steady_clock::time_point deadli
       dlclose(lib);
       gate->Leave();
     }
-    if (!right) failures->Add(std::string(MethodName(c.method)) + ": " + Join(names) + " " + unknown);
+    if (!right) {
+      failures->Add(std::string(MethodName(c.method)) + " (returned " + std::to_string(c.n) +
+                    (c.n < 0 ? std::string(", ") + stackwalk_strerror(c.n) : std::string()) +
+                    "): " + Join(names) + " " + unknown);
+    }
     captures->fetch_add(1, std::memory_order_relaxed);
   }
 }
