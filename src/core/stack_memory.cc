@@ -22,6 +22,18 @@ bool LookUpStackMapping(uint64_t addr, AddressRange* out) {
   return true;
 }
 
+// LookUpStackMapping for a stack pointer, which lies in a stack unless the stack overflowed: a
+// read of /proc/self/maps racing another thread's mmap, munmap or mprotect can miss a mapping
+// (under qemu-user a new thread's own stack was missing from one read and there in the next:
+// stress_test's 16 threads starting while others dlopen and dlclose, one run in 20-25), so a
+// lookup that finds nothing is made twice more.
+bool LookUpStackPointerMapping(uint64_t sp, AddressRange* out) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (LookUpStackMapping(sp, out)) return true;
+  }
+  return false;
+}
+
 // The sigaltstack the calling thread is running on, if any.
 bool CurrentAltStack(uint64_t sp, AddressRange* out) {
   int saved_errno = errno;
@@ -192,7 +204,7 @@ bool StackMemory::InitSlow(uint64_t sp) {
   }
   // First walk on this thread, or the main thread's stack grew below the cached bounds.
   AddressRange found;
-  if (!LookUpStackMapping(sp, &found)) {
+  if (!LookUpStackPointerMapping(sp, &found)) {
     // A stack overflow leaves sp in the guard gap just below the stack (unmapped, or a PROT_NONE
     // guard page): the frames above it are still there to be read. A readable mapping is no gap.
     Mapping at;
