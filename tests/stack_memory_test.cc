@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
@@ -83,6 +85,80 @@ TEST(StackMemory, SpOutsideAnyStackIsRefused) {
   EXPECT_FALSE(mem.InitForCurrentThread(reinterpret_cast<uintptr_t>(read_only)));  // not writable
   munmap(read_only, 4096);
 }
+
+// The main thread's stack grows down as its frames go deeper: each walk from below the bounds
+// found before finds the stack again, with one madvise call where the kernel has the one-call
+// check (no read of /proc/self/maps, which a compiler's recursion made 41 times), else from the
+// maps. Either way the region reaches from the walk's sp to the stack's top.
+class MainStackGrowth : public ::testing::TestWithParam<bool> {
+ protected:
+  void TearDown() override {
+    StackMemory::UseRangeCheckForTesting(true);
+    StackMemory::ResetThreadCacheForTesting();
+  }
+};
+
+struct GrowthSeen {
+  int walks = 0;
+  int below_bounds = 0;  // walks whose sp lay below the bounds the walk before found
+  int found = 0;         // walks whose region held their sp and reached the stack's top
+  uint64_t top = 0;
+  uint64_t lowest = ~uint64_t{0};
+};
+
+// Recursion in frames of 64 KiB, each touched, so that the stack's mapping grows under it.
+__attribute__((noinline)) void WalkDeeper(int levels, GrowthSeen* seen) {
+  volatile char frame[64 << 10];
+  for (size_t i = 0; i < sizeof(frame); i += 4096) frame[i] = static_cast<char>(i);
+  const uint64_t sp = reinterpret_cast<uintptr_t>(&frame[0]);
+  StackMemory mem;
+  ++seen->walks;
+  if (sp < seen->lowest) ++seen->below_bounds;
+  if (mem.InitForCurrentThread(sp) && mem.region_count() == 1 && mem.region(0).Contains(sp) &&
+      mem.region(0).hi == seen->top) {
+    ++seen->found;
+    if (mem.region(0).lo < seen->lowest) seen->lowest = mem.region(0).lo;
+  }
+  if (levels > 1) WalkDeeper(levels - 1, seen);
+  frame[0] = 1;  // keeps the frame live across the call
+}
+
+TEST_P(MainStackGrowth, AWalkBelowTheBoundsFoundBeforeFindsTheStackAgain) {
+  if (syscall(SYS_gettid) != getpid()) GTEST_SKIP() << "not on the main thread";
+  const bool range_check = GetParam();
+  StackMemory::UseRangeCheckForTesting(range_check);
+  if (range_check && !StackMemory::RangeCheckTrustedForTesting()) {
+    GTEST_SKIP() << "madvise(MADV_POPULATE_READ) is not trusted here (before Linux 5.14, qemu)";
+  }
+  StackMemory::ResetThreadCacheForTesting();
+  int local = 0;
+  StackMemory first;
+  ASSERT_TRUE(first.InitForCurrentThread(reinterpret_cast<uintptr_t>(&local)));
+  // Down to 1 MiB below the mapping as found (which an earlier test may have grown).
+  const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - first.region(0).lo;
+  if (depth > (4u << 20)) {
+    GTEST_SKIP() << "the stack's mapping is 4 MiB deep already (a stack of a fixed size, as "
+                    "qemu-user gives)";
+  }
+  const int levels = static_cast<int>(depth >> 16) + 16;
+  GrowthSeen seen;
+  seen.top = first.region(0).hi;
+  seen.lowest = first.region(0).lo;
+  const uint64_t lookups_before = StackMemory::StackLookupsForTesting();
+  WalkDeeper(levels, &seen);
+  EXPECT_EQ(seen.found, seen.walks);
+  ASSERT_GT(seen.below_bounds, 0);
+  const uint64_t lookups = StackMemory::StackLookupsForTesting() - lookups_before;
+  if (range_check) {
+    EXPECT_EQ(lookups, 0u);
+  } else {
+    EXPECT_GE(lookups, static_cast<uint64_t>(seen.below_bounds));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Check, MainStackGrowth, ::testing::Bool(), [](const auto& info) {
+  return std::string(info.param ? "OneMadviseCall" : "FromTheMaps");
+});
 
 struct AltResult {
   int regions = 0;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +16,11 @@
 namespace stackwalk::internal {
 namespace {
 
+// Reads of /proc/self/maps for a stack (tests: how often a thread's walks needed one).
+std::atomic<uint64_t> g_stack_lookups{0};
+
 bool LookUpStackMapping(uint64_t addr, AddressRange* out) {
+  g_stack_lookups.fetch_add(1, std::memory_order_relaxed);
   Mapping m;
   if (!FindMapping(addr, &m) || !m.readable || !m.writable) return false;
   *out = m.range;
@@ -126,6 +131,18 @@ uint64_t CheckPages(uint64_t from, uint64_t need, uint64_t want, uint64_t lo) {
   return need;
 }
 
+bool IsMainThread() {
+  const int saved_errno = errno;
+  const bool main = syscall(SYS_gettid) == getpid();
+  errno = saved_errno;
+  return main;
+}
+
+// How far below its cached bounds the main thread's stack is followed without reading
+// /proc/self/maps: the kernel keeps other mappings a guard gap (1 MiB by default) below a stack
+// that grows down, so readable pages there, up to the bounds, are the stack's own.
+constexpr uint64_t kMainStackGrowth = uint64_t{1} << 20;
+
 }  // namespace
 
 bool StackMemory::AddRegion(AddressRange range) {
@@ -202,7 +219,19 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     return true;
   }
-  // First walk on this thread, or the main thread's stack grew below the cached bounds.
+  // The main thread's stack grew below the cached bounds (a compiler's recursion does so again
+  // and again: clang -fsyntax-only read the maps 41 times, its stack being their last lines):
+  // one madvise call checks the pages it grew by.
+  if (!cached.empty() && thread_stack_grows_down_ && sp < cached.lo &&
+      cached.lo - sp <= kMainStackGrowth) {
+    const AddressRange grown{sp & ~(kPage - 1), cached.hi};
+    if (RangeReadable(grown.lo, cached.lo)) {
+      CacheThreadStack(grown, true);
+      AddRegion(grown);
+      return true;
+    }
+  }
+  // First walk on this thread, or its stack grew further (or it runs on another stack now).
   AddressRange found;
   if (!LookUpStackPointerMapping(sp, &found)) {
     // A stack overflow leaves sp in the guard gap just below the stack (unmapped, or a PROT_NONE
@@ -218,7 +247,7 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     if (!near) return false;
   }
-  CacheThreadStack(found);
+  CacheThreadStack(found, IsMainThread());
   AddRegion(found);
   return true;
 }
@@ -232,7 +261,13 @@ bool StackMemory::DiscoverThreadStack(uint64_t addr) {
   return AddRegion(found);
 }
 
-void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange()); }
+void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange(), false); }
+
+bool StackMemory::RangeCheckTrustedForTesting() { return PopulateReadIsTrusted(); }
+
+uint64_t StackMemory::StackLookupsForTesting() {
+  return g_stack_lookups.load(std::memory_order_relaxed);
+}
 
 void StackMemory::UseRangeCheckForTesting(bool use) {
   g_populate_read.store(use ? 0 : -1, std::memory_order_relaxed);

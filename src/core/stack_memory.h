@@ -99,9 +99,13 @@ class StackMemory {
 
   // Forgets the calling thread's cached stack bounds (tests).
   static void ResetThreadCacheForTesting();
+  // Reads of /proc/self/maps made to find a stack, by every thread so far (tests).
+  static uint64_t StackLookupsForTesting();
   // Checks pages one at a time, as where the one-call check is not trusted (false), or goes
   // back to finding out whether it is (true) (tests).
   static void UseRangeCheckForTesting(bool use);
+  // Whether the one-call check is trusted here, found out now if not yet known (tests).
+  static bool RangeCheckTrustedForTesting();
 
  private:
   bool DiscoverThreadStack(uint64_t addr);
@@ -119,12 +123,16 @@ class StackMemory {
   // thread's first access never calls __tls_get_addr (which may malloc).
   __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange
       thread_stack_inverted_{};
+  // Whether that stack is the main thread's, which grows down as its frames go deeper.
+  __attribute__((tls_model("initial-exec"))) inline static thread_local bool
+      thread_stack_grows_down_ = false;
   static AddressRange CachedThreadStack() {
     const AddressRange inverted = thread_stack_inverted_;
     return {~inverted.lo, ~inverted.hi};
   }
-  static void CacheThreadStack(AddressRange range) {
+  static void CacheThreadStack(AddressRange range, bool grows_down) {
     thread_stack_inverted_ = {~range.lo, ~range.hi};
+    thread_stack_grows_down_ = grows_down;
   }
 
   AddressRange regions_[kMaxRegions];  // after VerifyPages(): the checked pages of each bound
