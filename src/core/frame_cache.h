@@ -27,12 +27,9 @@
 // walk's stack region and the walk checks CFA <= the region's end. Steps whose rule reads a
 // register (an AArch64 leaf's link register) are never entered.
 //
-// Memory: kEntries entries of 64 bytes (1 MiB) and 64 for walks' first frames (4 KiB) from
+// Memory: kEntries entries of 64 bytes (128 KiB) and 64 for walks' first frames (4 KiB) from
 // the arena, for a thread whose walks the frame log serves poorly (RuleCache::CountWalk
-// decides), at most RuleCache::kMaxFrameCaches of them; resident as far as its entries are
-// used. 16,384 entries: clang -fsyntax-only's walks, keyed by pc and sp in a deep recursion,
-// missed 2,048 often (the whole run under the checker 5,067 M instructions; 4,975 M with 16,384,
-// 4,942 M with 65,536; plain clang 3,956 M).
+// decides), at most RuleCache::kMaxFrameCaches of them.
 #ifndef STACKWALK_SRC_CORE_FRAME_CACHE_H_
 #define STACKWALK_SRC_CORE_FRAME_CACHE_H_
 
@@ -44,11 +41,11 @@
 namespace stackwalk::internal {
 
 // Zeroed arena memory is an empty cache (no key is 0 and no rule tag is), used as such without
-// construction: constructing one would write, and so make resident, all of its 1 MiB.
+// construction: constructing one would write, and so make resident, all of its 128 KiB.
 class FrameCache {
  public:
-  static constexpr int kSlotBits = 14;
-  static constexpr int kEntries = 1 << kSlotBits;
+  static constexpr int kEntries = 2048;
+  static_assert((kEntries & (kEntries - 1)) == 0, "the slot is a mask");
 
   // Flags beside the frame log's (FrameLog::kCfaFromFp, FrameLog::kRestoresFp), which an entry
   // keeps as the frame log records them.
@@ -83,7 +80,8 @@ class FrameCache {
   static constexpr uint64_t kNoFp = ~uint64_t{0};
 
   static uint32_t Slot(uint64_t key, uint64_t sp) {
-    return static_cast<uint32_t>(((key ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> (64 - kSlotBits));
+    return static_cast<uint32_t>(((key ^ (sp << 16)) * 0x9e3779b97f4a7c15ull) >> 53) &
+           (kEntries - 1);
   }
 
   // Keeps the entries of walks of `rule_tag` (RuleCache::Tag) only: a walk of another tag (a

@@ -20,8 +20,8 @@
 // swap). At most kMaxSecondLevels tables of the pool have one (16 MiB at most); each stays with
 // its table for the next thread that claims it.
 //
-// A frame cache for the threads whose frame log serves them poorly (frames()): 1 MiB from the
-// arena (resident as far as used), at most kMaxFrameCaches in a process, kept with its table.
+// A frame cache for the threads whose frame log serves them poorly (frames()): 128 KiB from the
+// arena, at most kMaxFrameCaches in a process, kept with its table.
 #ifndef STACKWALK_SRC_CORE_RULE_CACHE_H_
 #define STACKWALK_SRC_CORE_RULE_CACHE_H_
 
