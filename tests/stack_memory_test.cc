@@ -160,6 +160,26 @@ INSTANTIATE_TEST_SUITE_P(Check, MainStackGrowth, ::testing::Bool(), [](const aut
   return std::string(info.param ? "OneMadviseCall" : "FromTheMaps");
 });
 
+// Only the initial stack is followed below its bounds: on another stack (a coroutine's mapping,
+// here on the main thread) a walk from the readable mapping right below it looks that one up in
+// the maps, which refuses it (not writable), and does not take it as the same stack grown.
+TEST(StackMemory, AnotherStackIsNotFollowedIntoTheMappingBelowIt) {
+  constexpr size_t kPageBytes = 4096;
+  void* p = mmap(nullptr, 2 * kPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const uintptr_t lower = reinterpret_cast<uintptr_t>(p), upper = lower + kPageBytes;
+  ASSERT_EQ(mprotect(p, kPageBytes, PROT_READ), 0);  // two mappings, side by side
+  StackMemory::ResetThreadCacheForTesting();
+  StackMemory on_stack;
+  ASSERT_TRUE(on_stack.InitForCurrentThread(upper + 2048));
+  EXPECT_EQ(on_stack.region(0).lo, upper);
+  StackMemory below;
+  EXPECT_FALSE(below.InitForCurrentThread(lower + 2048));
+  StackMemory::ResetThreadCacheForTesting();
+  munmap(p, 2 * kPageBytes);
+}
+
 struct AltResult {
   int regions = 0;
   bool altstack_first = false;

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,7 +16,8 @@ namespace stackwalk::internal {
 namespace {
 
 // Reads of /proc/self/maps for a stack (tests: how often a thread's walks needed one).
-std::atomic<uint64_t> g_stack_lookups{0};
+std::atomic<uintptr_t> g_stack_lookups{0};
+static_assert(std::atomic<uintptr_t>::is_always_lock_free, "counted in signal handlers");
 
 bool LookUpStackMapping(uint64_t addr, AddressRange* out) {
   g_stack_lookups.fetch_add(1, std::memory_order_relaxed);
@@ -131,16 +131,19 @@ uint64_t CheckPages(uint64_t from, uint64_t need, uint64_t want, uint64_t lo) {
   return need;
 }
 
-bool IsMainThread() {
-  const int saved_errno = errno;
-  const bool main = syscall(SYS_gettid) == getpid();
-  errno = saved_errno;
-  return main;
+// Whether `range` is the process's initial stack, the one that grows down: it holds the 16
+// random bytes the kernel put there at exec (AT_RANDOM). Told by the mapping, not by the thread:
+// the main thread may run on another stack (a coroutine's), and a child forked from another
+// thread is its process's main thread on that thread's stack.
+bool IsInitialStack(AddressRange range) {
+  const unsigned long at_random = getauxval(AT_RANDOM);
+  return at_random != 0 && range.Contains(at_random);
 }
 
-// How far below its cached bounds the main thread's stack is followed without reading
-// /proc/self/maps: the kernel keeps other mappings a guard gap (1 MiB by default) below a stack
-// that grows down, so readable pages there, up to the bounds, are the stack's own.
+// How far below its cached bounds the initial stack is followed without reading
+// /proc/self/maps: the kernel keeps other mappings a guard gap (1 MiB by default, unless one is
+// placed with MAP_FIXED) below a stack that grows down, so readable pages there, up to the
+// bounds, are the stack's own.
 constexpr uint64_t kMainStackGrowth = uint64_t{1} << 20;
 
 }  // namespace
@@ -219,9 +222,9 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     return true;
   }
-  // The main thread's stack grew below the cached bounds (a compiler's recursion does so again
-  // and again: clang -fsyntax-only read the maps 41 times, its stack being their last lines):
-  // one madvise call checks the pages it grew by.
+  // The initial stack grew below the cached bounds (the main thread's recursion makes it do so
+  // again and again: clang -fsyntax-only read the maps 41 times, its stack near their end): one
+  // madvise call checks the pages it grew by.
   if (!cached.empty() && thread_stack_grows_down_ && sp < cached.lo &&
       cached.lo - sp <= kMainStackGrowth) {
     const AddressRange grown{sp & ~(kPage - 1), cached.hi};
@@ -247,7 +250,7 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     if (!near) return false;
   }
-  CacheThreadStack(found, IsMainThread());
+  CacheThreadStack(found, IsInitialStack(found));
   AddRegion(found);
   return true;
 }
