@@ -225,11 +225,11 @@ bool StackMemory::InitSlow(uint64_t sp) {
   // The initial stack grew below the cached bounds (the main thread's recursion makes it do so
   // again and again: clang -fsyntax-only read the maps 41 times, its stack near their end): one
   // madvise call checks the pages it grew by.
-  if (!cached.empty() && thread_stack_grows_down_ && sp < cached.lo &&
-      cached.lo - sp <= kMainStackGrowth) {
+  if (!cached.empty() && sp < cached.lo && cached.lo - sp <= kMainStackGrowth &&
+      IsInitialStack(cached)) {
     const AddressRange grown{sp & ~(kPage - 1), cached.hi};
     if (RangeReadable(grown.lo, cached.lo)) {
-      CacheThreadStack(grown, true);
+      CacheThreadStack(grown);
       AddRegion(grown);
       return true;
     }
@@ -250,7 +250,7 @@ bool StackMemory::InitSlow(uint64_t sp) {
     }
     if (!near) return false;
   }
-  CacheThreadStack(found, IsInitialStack(found));
+  CacheThreadStack(found);
   AddRegion(found);
   return true;
 }
@@ -264,7 +264,7 @@ bool StackMemory::DiscoverThreadStack(uint64_t addr) {
   return AddRegion(found);
 }
 
-void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange(), false); }
+void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange()); }
 
 bool StackMemory::RangeCheckTrustedForTesting() { return PopulateReadIsTrusted(); }
 

@@ -123,20 +123,12 @@ class StackMemory {
   // thread's first access never calls __tls_get_addr (which may malloc).
   __attribute__((tls_model("initial-exec"))) inline static thread_local AddressRange
       thread_stack_inverted_{};
-  // Whether that stack is the process's initial one, which grows down as its frames go deeper.
-  __attribute__((tls_model("initial-exec"))) inline static thread_local bool
-      thread_stack_grows_down_ = false;
   static AddressRange CachedThreadStack() {
     const AddressRange inverted = thread_stack_inverted_;
     return {~inverted.lo, ~inverted.hi};
   }
-  static void CacheThreadStack(AddressRange range, bool grows_down) {
-    // A signal handler's walk in between never sees the new bounds with the old flag.
-    thread_stack_grows_down_ = false;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  static void CacheThreadStack(AddressRange range) {
     thread_stack_inverted_ = {~range.lo, ~range.hi};
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    thread_stack_grows_down_ = grows_down;
   }
 
   AddressRange regions_[kMaxRegions];  // after VerifyPages(): the checked pages of each bound
