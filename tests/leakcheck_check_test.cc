@@ -25,6 +25,8 @@
 #include "leakcheck/scan/exited_stacks.h"
 #include "leakcheck/scan/maps_snapshot.h"
 #include "leakcheck/state.h"
+#include "core/arena.h"
+#include "stackwalk/stackwalk.h"
 #include "stack_neighbour.h"
 
 namespace {
@@ -442,6 +444,28 @@ TEST(RunCheck, AnotherThreadsStackHoldsButACheckerThreadsDoesNot) {
     holder.stage.store(2);
     thread.join();
   }
+}
+
+TEST(RunCheck, ABlockHeldOnlyFromLibstackwalksOldestMappingIsALeakAmongMany) {
+  // libstackwalk's mappings (rule tables, frame logs with copies of stack words) are never roots,
+  // however many a program with hundreds of walking threads makes: here 100 more than there were,
+  // the block's address in the oldest of them (a list cut at 64 mappings left it a root).
+  OnFreshStack([] {
+    Hooked hooked;
+    constexpr size_t kOwnMappingBytes = internal::Arena::kChunkSize / 4 + 4096;  // one each
+    auto** oldest = static_cast<void**>(internal::Arena::Global().Allocate(kOwnMappingBytes, 64));
+    ASSERT_NE(oldest, nullptr);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_NE(internal::Arena::Global().Allocate(kOwnMappingBytes, 64), nullptr);
+    }
+    ASSERT_GT(stackwalk_private_mappings(nullptr, 0), 100u);
+    const uintptr_t mangled = StoreNew(&oldest[7], 64);
+    ClobberStack();
+    const CheckOutcome out = Check();
+    EXPECT_EQ(VerdictOf(out, mangled), Verdict::kDirect);
+    oldest[7] = nullptr;
+    FreeMangled(mangled);
+  });
 }
 
 TEST(RunCheck, TheCountOfHooksWhileStoppedCounts) {

@@ -132,7 +132,6 @@ class LoaderStacks {
 // it, and once its thread exited it is the program's memory again (as in exited_stacks.cc).
 // Elsewhere (the TCB lies at the thread pointer's other side) nothing is excluded.
 constexpr size_t kMaxDeadStacks = 64;
-constexpr size_t kMaxPrivateMappings = 64;  // libstackwalk's arena chunks (1 MiB each)
 constexpr size_t kTcbSearch = 8192;  // bytes below a mapping's top searched for the header
 
 size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
@@ -182,6 +181,25 @@ size_t FindDeadThreadStacks(const MapsSnapshot& maps, const StoppedWorld& world,
   (void)maps, (void)world, (void)caller_sp, (void)reader, (void)buffer, (void)out, (void)capacity;
   return 0;
 #endif
+}
+
+// libstackwalk's private mappings as [lo, hi) pairs in scratch memory, *count of them; nullptr
+// if out of memory or if the list kept growing faster than it was read.
+uintptr_t* ListPrivateMappings(ScratchArena* scratch, size_t* count) {
+  constexpr size_t kRoomToGrow = 16;  // mappings another thread may add between count and copy
+  size_t expected = stackwalk_private_mappings(nullptr, 0);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const size_t capacity = expected + kRoomToGrow;
+    auto* ranges = scratch->AllocateArray<uintptr_t>(2 * capacity);
+    if (ranges == nullptr) return nullptr;
+    const size_t listed = stackwalk_private_mappings(ranges, capacity);
+    if (listed <= capacity) {
+      *count = listed;
+      return ranges;
+    }
+    expected = listed;
+  }
+  return nullptr;
 }
 
 // What the stopped section works on and leaves behind. Plain fields and own memory only.
@@ -256,19 +274,25 @@ void StoppedSection(Section& s) {
     if (!s.maps->Read()) {
       s.error = "/proc/self/maps could not be read";
     } else {
-      constexpr size_t kMaxExcluded =
-          kMaxCheckerThreads + kMaxDeadStacks + kMaxPrivateMappings + kMaxExitedStacks;
-      auto* excluded = s.scratch->AllocateArray<internal::AddressRange>(kMaxExcluded);
-      if (excluded == nullptr) s.error = "out of scratch memory for the excluded ranges";
+      // libstackwalk's own caches (per-thread rule tables and frame logs, which hold copies of
+      // stack words): never roots, however many there are. A mapping left out would be scanned
+      // as the program's memory and hide what its stale copies point to, so the list is sized
+      // from its count; the checker's threads, which run on, may add to it meanwhile.
+      size_t private_count = 0;
+      uintptr_t* private_ranges = ListPrivateMappings(s.scratch, &private_count);
+      if (private_ranges == nullptr && s.error == nullptr) {
+        s.error = "libstackwalk's own mappings could not be listed";
+      }
+      const size_t max_excluded =
+          kMaxCheckerThreads + kMaxDeadStacks + private_count + kMaxExitedStacks;
+      auto* excluded = private_ranges == nullptr
+                           ? nullptr
+                           : s.scratch->AllocateArray<internal::AddressRange>(max_excluded);
+      if (excluded == nullptr && s.error == nullptr) {
+        s.error = "out of scratch memory for the excluded ranges";
+      }
       size_t excluded_count = 0;
-      // libstackwalk's own caches: its frame logs hold copies of stack words.
-      uintptr_t private_ranges[2 * kMaxPrivateMappings];
-      const size_t private_count =
-          excluded == nullptr
-              ? 0
-              : std::min(stackwalk_private_mappings(private_ranges, kMaxPrivateMappings),
-                         kMaxPrivateMappings);
-      for (size_t i = 0; i < private_count; ++i) {
+      for (size_t i = 0; excluded != nullptr && i < private_count; ++i) {
         excluded[excluded_count++] = {private_ranges[2 * i], private_ranges[2 * i + 1]};
       }
       for (size_t i = 0; excluded != nullptr && i < skip_count; ++i) {
