@@ -238,6 +238,78 @@ TEST_P(AltStack, HandlerOnAltStackReadsBothStacks) {
 INSTANTIATE_TEST_SUITE_P(Cache, AltStack, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Cold" : "Warm"; });
 
+// A handler on a sigaltstack that walks into the interrupted initial stack, which has grown below
+// the bounds cached before: the walk follows it down (one madvise call, or the maps where that
+// check is not trusted) instead of ending at the old bounds.
+class AltStackBelowBounds : public ::testing::TestWithParam<bool> {
+ protected:
+  void TearDown() override {
+    StackMemory::UseRangeCheckForTesting(true);
+    StackMemory::ResetThreadCacheForTesting();
+  }
+};
+
+// Recursion in frames of 64 KiB, each touched; at the bottom the signal, its handler on the
+// altstack reading a word of the deepest frame.
+__attribute__((noinline)) void RaiseFromDeeper(int levels) {
+  volatile char frame[64 << 10];
+  for (size_t i = 0; i < sizeof(frame); i += 4096) frame[i] = static_cast<char>(i);
+  if (levels > 1) {
+    RaiseFromDeeper(levels - 1);
+  } else {
+    g_thread_stack_addr = reinterpret_cast<uintptr_t>(&frame[0]);
+    raise(SIGUSR1);
+  }
+  frame[0] = 1;  // keeps the frame live across the call
+}
+
+TEST_P(AltStackBelowBounds, AHandlerReadsTheInitialStackGrownSinceItWasCached) {
+  if (syscall(SYS_gettid) != getpid()) GTEST_SKIP() << "not on the main thread";
+  const bool range_check = GetParam();
+  StackMemory::UseRangeCheckForTesting(range_check);
+  if (range_check && !StackMemory::RangeCheckTrustedForTesting()) {
+    GTEST_SKIP() << "madvise(MADV_POPULATE_READ) is not trusted here (before Linux 5.14, qemu)";
+  }
+  StackMemory::ResetThreadCacheForTesting();
+  int local = 0;
+  StackMemory warm;
+  ASSERT_TRUE(warm.InitForCurrentThread(reinterpret_cast<uintptr_t>(&local)));
+  const AddressRange cached = warm.region(0);
+  const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - cached.lo;
+  if (depth > (4u << 20)) {
+    GTEST_SKIP() << "the stack's mapping is 4 MiB deep already (a stack of a fixed size, as "
+                    "qemu-user gives)";
+  }
+  std::vector<char> alt(64 * 1024);
+  g_alt_lo = reinterpret_cast<uintptr_t>(alt.data());
+  g_alt_hi = g_alt_lo + alt.size();
+  stack_t ss{}, old{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  ASSERT_EQ(sigaltstack(&ss, &old), 0);
+  struct sigaction sa {}, old_sa{};
+  sa.sa_handler = OnAltStack;
+  sa.sa_flags = SA_ONSTACK;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old_sa), 0);
+  g_alt = AltResult();
+  const uint64_t lookups_before = StackMemory::StackLookupsForTesting();
+  RaiseFromDeeper(static_cast<int>(depth >> 16) + 4);  // 256 KiB below the cached bounds
+  const uint64_t lookups = StackMemory::StackLookupsForTesting() - lookups_before;
+  sigaction(SIGUSR1, &old_sa, nullptr);
+  ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, nullptr);
+
+  ASSERT_LT(g_thread_stack_addr, cached.lo);
+  EXPECT_TRUE(g_alt.altstack_first);
+  EXPECT_TRUE(g_alt.reads_thread_stack);
+  EXPECT_EQ(g_alt.regions, 2);
+  EXPECT_EQ(lookups, range_check ? 0u : 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Check, AltStackBelowBounds, ::testing::Bool(), [](const auto& info) {
+  return std::string(info.param ? "OneMadviseCall" : "FromTheMaps");
+});
+
 // ---- VerifyPages: a region holds only the pages checked readable ----
 
 constexpr uint64_t kPage = 4096;

@@ -214,12 +214,11 @@ bool StackMemory::InitSlow(uint64_t sp) {
   AddressRange alt;
   if (CurrentAltStack(sp, &alt)) {
     AddRegion(alt);
-    // The walk leaves the altstack through the signal frame into the thread's stack.
-    if (!cached.empty()) {
-      AddRegion(cached);
-    } else {
-      discover_on_miss_ = true;
-    }
+    // The walk leaves the altstack through the signal frame into the thread's stack: as cached,
+    // or found on the first miss. The interrupted code may have gone below the cached bounds
+    // since (the initial stack grows down): a miss below them looks again, once.
+    if (!cached.empty()) AddRegion(cached);
+    discover_on_miss_ = true;
     return true;
   }
   // The initial stack grew below the cached bounds (the main thread's recursion makes it do so
@@ -257,11 +256,27 @@ bool StackMemory::InitSlow(uint64_t sp) {
 
 bool StackMemory::DiscoverThreadStack(uint64_t addr) {
   discover_on_miss_ = false;  // at most one /proc read per walk
+  if (count_ == kMaxRegions) return FollowThreadStackDown(addr);
   AddressRange found;
   if (!LookUpStackMapping(addr, &found)) return false;
   // Not cached: `addr` came from a frame, not from a real stack pointer, so it may be garbage
   // that happens to point into some other writable mapping.
   return AddRegion(found);
+}
+
+bool StackMemory::FollowThreadStackDown(uint64_t addr) {
+  // Region 1 is the thread's stack as cached (InitSlow); when verifying, its bounds are.
+  AddressRange& stack = verify_ ? bounds_[1] : regions_[1];
+  if (addr >= stack.lo) return false;  // a stack grows down only
+  AddressRange grown{addr & ~(kPage - 1), stack.hi};
+  if (!(stack.lo - addr <= kMainStackGrowth && IsInitialStack(stack) &&
+        RangeReadable(grown.lo, stack.lo))) {
+    // The same mapping, larger now (its top unchanged), else not this thread's stack.
+    if (!LookUpStackMapping(addr, &grown) || grown.hi != stack.hi || grown.lo > addr) return false;
+  }
+  // Not cached: the interrupted code may be storing the cached bounds right now.
+  stack.lo = grown.lo;
+  return true;
 }
 
 void StackMemory::ResetThreadCacheForTesting() { CacheThreadStack(AddressRange()); }
