@@ -86,17 +86,50 @@ TEST(StackMemory, SpOutsideAnyStackIsRefused) {
   munmap(read_only, 4096);
 }
 
-// The main thread's stack grows down as its frames go deeper: each walk from below the bounds
-// found before finds the stack again, with one madvise call where the kernel has the one-call
-// check (no read of /proc/self/maps, which a compiler's recursion made 41 times), else from the
-// maps. Either way the region reaches from the walk's sp to the stack's top.
-class MainStackGrowth : public ::testing::TestWithParam<bool> {
+// Tests of the initial stack growing below its cached bounds, with the one-call page check
+// (parameter true) or without it (the maps).
+class InitialStack : public ::testing::TestWithParam<bool> {
  protected:
+  // Caches the bounds of the stack at `sp` afresh, into *cached: false (and the test skipped) off
+  // the main thread, where the check is not trusted, or where the stack is 4 MiB deep already.
+  bool CacheBoundsAt(uint64_t sp, AddressRange* cached) {
+    if (syscall(SYS_gettid) != getpid()) {
+      Skip("not on the main thread");
+      return false;
+    }
+    StackMemory::UseRangeCheckForTesting(GetParam());
+    if (GetParam() && !StackMemory::RangeCheckTrustedForTesting()) {
+      Skip("madvise(MADV_POPULATE_READ) is not trusted here (before Linux 5.14, qemu)");
+      return false;
+    }
+    StackMemory::ResetThreadCacheForTesting();
+    StackMemory first;
+    if (!first.InitForCurrentThread(sp)) {
+      ADD_FAILURE() << "no stack at " << sp;
+      return false;
+    }
+    *cached = first.region(0);
+    if (sp - cached->lo > (4u << 20)) {
+      Skip("the stack's mapping is 4 MiB deep already (a stack of a fixed size, as qemu-user "
+               "gives)");
+      return false;
+    }
+    return true;
+  }
   void TearDown() override {
     StackMemory::UseRangeCheckForTesting(true);
     StackMemory::ResetThreadCacheForTesting();
   }
+
+ private:
+  static void Skip(const char* why) { GTEST_SKIP() << why; }
 };
+
+// The main thread's stack grows down as its frames go deeper: each walk from below the bounds
+// found before finds the stack again, with one madvise call where the kernel has the one-call
+// check (no read of /proc/self/maps, which a compiler's recursion made 41 times), else from the
+// maps. Either way the region reaches from the walk's sp to the stack's top.
+class MainStackGrowth : public InitialStack {};
 
 struct GrowthSeen {
   int walks = 0;
@@ -124,26 +157,16 @@ __attribute__((noinline)) void WalkDeeper(int levels, GrowthSeen* seen) {
 }
 
 TEST_P(MainStackGrowth, AWalkBelowTheBoundsFoundBeforeFindsTheStackAgain) {
-  if (syscall(SYS_gettid) != getpid()) GTEST_SKIP() << "not on the main thread";
   const bool range_check = GetParam();
-  StackMemory::UseRangeCheckForTesting(range_check);
-  if (range_check && !StackMemory::RangeCheckTrustedForTesting()) {
-    GTEST_SKIP() << "madvise(MADV_POPULATE_READ) is not trusted here (before Linux 5.14, qemu)";
-  }
-  StackMemory::ResetThreadCacheForTesting();
   int local = 0;
-  StackMemory first;
-  ASSERT_TRUE(first.InitForCurrentThread(reinterpret_cast<uintptr_t>(&local)));
+  AddressRange cached;
+  if (!CacheBoundsAt(reinterpret_cast<uintptr_t>(&local), &cached)) return;
   // Down to 1 MiB below the mapping as found (which an earlier test may have grown).
-  const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - first.region(0).lo;
-  if (depth > (4u << 20)) {
-    GTEST_SKIP() << "the stack's mapping is 4 MiB deep already (a stack of a fixed size, as "
-                    "qemu-user gives)";
-  }
+  const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - cached.lo;
   const int levels = static_cast<int>(depth >> 16) + 16;
   GrowthSeen seen;
-  seen.top = first.region(0).hi;
-  seen.lowest = first.region(0).lo;
+  seen.top = cached.hi;
+  seen.lowest = cached.lo;
   const uint64_t lookups_before = StackMemory::StackLookupsForTesting();
   WalkDeeper(levels, &seen);
   EXPECT_EQ(seen.found, seen.walks);
@@ -241,13 +264,7 @@ INSTANTIATE_TEST_SUITE_P(Cache, AltStack, ::testing::Values(false, true),
 // A handler on a sigaltstack that walks into the interrupted initial stack, which has grown below
 // the bounds cached before: the walk follows it down (one madvise call, or the maps where that
 // check is not trusted) instead of ending at the old bounds.
-class AltStackBelowBounds : public ::testing::TestWithParam<bool> {
- protected:
-  void TearDown() override {
-    StackMemory::UseRangeCheckForTesting(true);
-    StackMemory::ResetThreadCacheForTesting();
-  }
-};
+class AltStackBelowBounds : public InitialStack {};
 
 // Recursion in frames of 64 KiB, each touched; at the bottom the signal, its handler on the
 // altstack reading a word of the deepest frame.
@@ -264,22 +281,11 @@ __attribute__((noinline)) void RaiseFromDeeper(int levels) {
 }
 
 TEST_P(AltStackBelowBounds, AHandlerReadsTheInitialStackGrownSinceItWasCached) {
-  if (syscall(SYS_gettid) != getpid()) GTEST_SKIP() << "not on the main thread";
   const bool range_check = GetParam();
-  StackMemory::UseRangeCheckForTesting(range_check);
-  if (range_check && !StackMemory::RangeCheckTrustedForTesting()) {
-    GTEST_SKIP() << "madvise(MADV_POPULATE_READ) is not trusted here (before Linux 5.14, qemu)";
-  }
-  StackMemory::ResetThreadCacheForTesting();
   int local = 0;
-  StackMemory warm;
-  ASSERT_TRUE(warm.InitForCurrentThread(reinterpret_cast<uintptr_t>(&local)));
-  const AddressRange cached = warm.region(0);
+  AddressRange cached;
+  if (!CacheBoundsAt(reinterpret_cast<uintptr_t>(&local), &cached)) return;
   const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - cached.lo;
-  if (depth > (4u << 20)) {
-    GTEST_SKIP() << "the stack's mapping is 4 MiB deep already (a stack of a fixed size, as "
-                    "qemu-user gives)";
-  }
   std::vector<char> alt(64 * 1024);
   g_alt_lo = reinterpret_cast<uintptr_t>(alt.data());
   g_alt_hi = g_alt_lo + alt.size();
