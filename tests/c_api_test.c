@@ -27,6 +27,8 @@ int main(void) {
   CHECK(stackwalk_method_available(STACKWALK_AUTO) == 1);
   CHECK(stackwalk_backtrace(NULL, 1, STACKWALK_FP) == STACKWALK_ERROR_INVALID_ARGUMENT);
   CHECK(stackwalk_refresh_modules() >= 0);
+  CHECK(stackwalk_prepare() == 0);  /* done at load: nothing changed since */
+  CHECK(capture_here(pcs, 32) == n);
 
   ucontext_t uc;
   getcontext(&uc);

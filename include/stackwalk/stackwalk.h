@@ -100,6 +100,18 @@ int stackwalk_method_available(stackwalk_method method);
  * Never call it from a signal handler. */
 int stackwalk_refresh_modules(void);
 
+/* stackwalk_prepare()
+ *
+ * Does now what libstackwalk does when it is loaded: lists the loaded objects (as
+ * stackwalk_refresh_modules(), whose return value it gives) and makes the key that gives each
+ * thread's unwind caches back when it exits. For a caller that captures before libstackwalk's
+ * constructors have run, such as a preloaded allocation hook: the constructors of the program's
+ * own libraries run first, and until then every capture steps each frame through the full CFI
+ * and reads /proc/self/maps for code it cannot place. Safe to call more than once.
+ *
+ * Signal safety: NOT async-signal-safe (calls dl_iterate_phdr and pthread_key_create). */
+int stackwalk_prepare(void);
+
 /* stackwalk_private_mappings()
  *
  * The memory stackwalk maps for itself (per-thread unwind caches and frame logs, which hold

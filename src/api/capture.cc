@@ -5,6 +5,7 @@
 #include "api/call_site_capture.h"
 #include "core/arena.h"
 #include "core/module_map.h"
+#include "core/rule_cache.h"
 #include "walk/native_walk.h"
 #include "ehframe/debug_frame.h"
 #include "stackwalk/capture.h"
@@ -129,6 +130,11 @@ size_t stackwalk_private_mappings(uintptr_t* ranges, size_t capacity) {
     ++count;
   });
   return count;
+}
+
+int stackwalk_prepare(void) {
+  stackwalk::internal::RuleCache::PrepareExitKey();
+  return stackwalk::internal::ModuleMap::Global().RefreshIfChanged() ? 1 : 0;
 }
 
 int stackwalk_refresh_modules(void) {

@@ -21,19 +21,26 @@ std::atomic<int> g_second_levels{0};
 // Frame caches handed out (RuleCache::MakeFrameCache), up to kMaxFrameCaches.
 std::atomic<int> g_frame_caches{0};
 
-// A key whose destructor gives the slot back when the thread exits. Created at load time;
-// captures before that (an allocation hook called while the C library starts) wait for it.
-enum KeyState : int { kKeyNotYet = 0, kKeyReady = 1, kKeyFailed = 2 };
+// A key whose destructor gives the slot back when the thread exits. Created at load time, or
+// earlier by PrepareExitKey; captures before that (an allocation hook called while the C
+// library starts) wait for it.
+enum KeyState : int { kKeyNotYet = 0, kKeyReady = 1, kKeyFailed = 2, kKeyMaking = 3 };
 pthread_key_t g_exit_key;
 std::atomic<int> g_exit_key_state{kKeyNotYet};
 
-__attribute__((constructor)) void CreateExitKey() {
+__attribute__((constructor)) void CreateExitKey() { RuleCache::PrepareExitKey(); }
+
+}  // namespace
+
+void RuleCache::PrepareExitKey() {
+  int expected = kKeyNotYet;
+  if (!g_exit_key_state.compare_exchange_strong(expected, kKeyMaking, std::memory_order_acq_rel)) {
+    return;  // made, or being made by another thread, whose captures go uncached meanwhile
+  }
   g_exit_key_state.store(
       pthread_key_create(&g_exit_key, RuleCache::GiveBackAtExit) == 0 ? kKeyReady : kKeyFailed,
       std::memory_order_release);
 }
-
-}  // namespace
 
 void RuleCache::GiveBackAtExit(void* slot_plus_one) {
   const int slot = static_cast<int>(reinterpret_cast<intptr_t>(slot_plus_one)) - 1;
@@ -52,7 +59,7 @@ int RuleCache::ClaimSlot() {
   // the thread descriptor itself. With a higher key the thread could not give its slot back,
   // so it goes uncached rather than leak a table per thread.
   const int key_state = g_exit_key_state.load(std::memory_order_acquire);
-  if (key_state == kKeyNotYet) return kNotYet;
+  if (key_state == kKeyNotYet || key_state == kKeyMaking) return kNotYet;
   if (key_state != kKeyReady || g_exit_key >= 32) return -1;
   for (int i = 0; i < RuleCache::kMaxTables; ++i) {
     bool expected = false;

@@ -169,6 +169,9 @@ class RuleCache {
   // for whatever it still runs (a later key's destructor that captures or allocates), since
   // another thread may claim the table at once.
   static void GiveBackAtExit(void* slot_plus_one);
+  // Makes the thread-exit key now if this library's constructor has not (stackwalk_prepare);
+  // once a process. Not async-signal-safe.
+  static void PrepareExitKey();
 
  private:
   struct Entry {

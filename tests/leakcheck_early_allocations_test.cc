@@ -1,0 +1,47 @@
+// Allocations made before libstackwalk's constructors have run: a library's constructor
+// (tests/fixtures/early_allocating_lib.c) allocates 100 blocks at load, as GnuTLS's does in every
+// `cmake -E`, and the preloaded checker is initialized after it. Its walks must find the loaded
+// objects and the per-thread caches anyway (stackwalk_prepare, at the checker's first
+// allocation): the process opens /proc/self/maps at most twice before main (counted by
+// tests/fixtures/maps_open_counter.c, preloaded too), where each such walk once read it, and the
+// three blocks the constructor leaked are reported from its function.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(EarlyAllocations, AConstructorsWalksNeedNoMapsAndItsLeaksAreReported) {
+  const std::string base = ::testing::TempDir() + "early." + std::to_string(getpid());
+  const std::string out = base + ".out", report = base + ".report";
+  // Preloaded by hand: under the launcher the record it keeps for a killed program lists the
+  // loaded objects at the first allocation anyway.
+  const std::string command = std::string("env LD_PRELOAD=") + MAPS_OPEN_COUNTER + ":" +
+                              STACKWALK_LEAKCHECK_PRELOAD + " STACKWALK_LEAKCHECK=output=" +
+                              report + " " + EARLY_ALLOCATIONS + " > " + out;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string printed = ReadFile(out);
+  long opens = -1;
+  ASSERT_EQ(std::sscanf(printed.c_str(), "maps opens before main: %ld", &opens), 1) << printed;
+  EXPECT_GE(opens, 0) << "the counter was not preloaded";
+  EXPECT_LE(opens, 2) << "the constructor's 100 walks read /proc/self/maps";
+  const std::string text = ReadFile(report);
+  EXPECT_NE(text.find("3 allocations"), std::string::npos) << text;
+  EXPECT_NE(text.find("AllocateEarly"), std::string::npos) << text;
+  std::remove(out.c_str());
+  std::remove(report.c_str());
+}
+
+}  // namespace
