@@ -45,7 +45,7 @@ void ApplySuppressions(const Options& options, const Allocation* blocks, size_t 
                        const std::vector<NamedStack>& stacks, std::vector<Verdict>* verdicts,
                        LeakReport* report) {
   Suppressions suppressions;
-  if (const absl::Status status = suppressions.AddFiles(options.suppressions); !status.ok()) {
+  if (const SuppressionsStatus status = suppressions.AddFiles(options.suppressions); !status.ok()) {
     report->suppressions_error = std::string(status.message());
     suppressions = Suppressions();
   }

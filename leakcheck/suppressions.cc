@@ -64,7 +64,7 @@ bool SuppressionPatternMatches(std::string_view pattern, std::string_view text) 
   return true;
 }
 
-absl::Status Suppressions::AddText(std::string_view text, const std::string& name) {
+SuppressionsStatus Suppressions::AddText(std::string_view text, const std::string& name) {
   std::vector<SuppressionRule> added;
   int line_number = 0;
   for (std::string_view line : Split(text, '\n')) {
@@ -74,39 +74,39 @@ absl::Status Suppressions::AddText(std::string_view text, const std::string& nam
     const size_t colon = line.find(':');
     const std::string where = name + ":" + std::to_string(line_number) + ": ";
     if (colon == std::string_view::npos) {
-      return absl::InvalidArgumentError(where + "not a suppression (TYPE:PATTERN expected): '" +
-                                        Str(line) + "'");
+      return SuppressionsStatus{where + "not a suppression (TYPE:PATTERN expected): '" +
+                                Str(line) + "'"};
     }
     const std::string_view type = Strip(line.substr(0, colon));
     const std::string_view pattern = Strip(line.substr(colon + 1));
     if (type != "leak") {
-      return absl::InvalidArgumentError(where + "suppression type '" + Str(type) +
-                                        "' is not one the leak checker knows (only 'leak')");
+      return SuppressionsStatus{where + "suppression type '" + Str(type) +
+                                "' is not one the leak checker knows (only 'leak')"};
     }
     if (pattern.empty() || pattern == "^" || pattern == "$" || pattern == "^$") {
-      return absl::InvalidArgumentError(where + "empty suppression pattern");
+      return SuppressionsStatus{where + "empty suppression pattern"};
     }
     added.push_back(SuppressionRule{std::string(pattern)});
   }
   rules_.insert(rules_.end(), added.begin(), added.end());
-  return absl::OkStatus();
+  return SuppressionsStatus();
 }
 
-absl::Status Suppressions::AddFile(const std::string& path) {
+SuppressionsStatus Suppressions::AddFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(path + ": cannot read the suppressions file");
+  if (!in) return SuppressionsStatus{path + ": cannot read the suppressions file"};
   std::stringstream text;
   text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(path + ": read error");
+  if (in.bad()) return SuppressionsStatus{path + ": read error"};
   return AddText(text.str(), path);
 }
 
-absl::Status Suppressions::AddFiles(std::string_view comma_list) {
+SuppressionsStatus Suppressions::AddFiles(std::string_view comma_list) {
   for (std::string_view path : Split(comma_list, ',')) {
     if (path.empty()) continue;
-    if (absl::Status status = AddFile(Str(path)); !status.ok()) return status;
+    if (SuppressionsStatus status = AddFile(Str(path)); !status.ok()) return status;
   }
-  return absl::OkStatus();
+  return SuppressionsStatus();
 }
 
 void Suppressions::AddBuiltin() {

@@ -13,10 +13,18 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "stackwalk/symbolizer.h"  // SymbolizedFrame only
 
 namespace stackwalk::leakcheck {
+
+// What adding rules returns: ok, or the error's text. Not absl::Status: this file is linked into
+// the preloaded library, which links nothing of abseil, whose shared objects (libabsl_status
+// and the 22 it needs) cost every checked process ~3 ms to load (a configure runs hundreds).
+struct SuppressionsStatus {
+  std::string error;  // empty: ok
+  bool ok() const { return error.empty(); }
+  std::string_view message() const { return error; }
+};
 
 struct SuppressionRule {
   std::string pattern;
@@ -30,11 +38,11 @@ class Suppressions {
   // Adds the rules of the file at `path`. A line of another type ("race:x"), a line without a
   // type or with an empty pattern, or an unreadable file: an error naming path:line, and none of
   // the file's rules added. Repeated files add up.
-  absl::Status AddFile(const std::string& path);
+  SuppressionsStatus AddFile(const std::string& path);
   // Adds the rules of `text` as AddFile does a file's, `name` standing for the path in errors.
-  absl::Status AddText(std::string_view text, const std::string& name);
+  SuppressionsStatus AddText(std::string_view text, const std::string& name);
   // Adds every file of a comma-separated list (the `suppressions` option); the first error.
-  absl::Status AddFiles(std::string_view comma_list);
+  SuppressionsStatus AddFiles(std::string_view comma_list);
   // The built-in rule for what the runtime keeps and the roots cannot explain: the dynamic TLS
   // blocks glibc's __tls_get_addr allocates (glibc BZ 12650; LeakSanitizer suppresses the same).
   void AddBuiltin();

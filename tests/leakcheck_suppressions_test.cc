@@ -82,13 +82,13 @@ TEST(Suppressions, FileFormatCommentsBlankLinesAndErrorsWithFileAndLine) {
              {"leak:^$\n", ":1: empty suppression pattern"}};
   for (const auto& c : bad) {
     const std::string path = WriteFile("bad.supp", c.text);
-    const absl::Status status = s.AddFile(path);
+    const SuppressionsStatus status = s.AddFile(path);
     EXPECT_FALSE(status.ok()) << c.text;
     EXPECT_NE(std::string(status.message()).find(path + c.message), std::string::npos)
         << status.message();
   }
   EXPECT_EQ(s.rules().size(), 3u);
-  const absl::Status missing = s.AddFile("/nonexistent/x.supp");
+  const SuppressionsStatus missing = s.AddFile("/nonexistent/x.supp");
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(std::string(missing.message()).find("/nonexistent/x.supp"), std::string::npos);
 

@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
   // than a report that could not apply it.
   if (checked.suppressions[0] != '\0') {
     stackwalk::leakcheck::Suppressions suppressions;
-    if (const absl::Status status = suppressions.AddFiles(checked.suppressions); !status.ok()) {
+    if (const auto status = suppressions.AddFiles(checked.suppressions); !status.ok()) {
       std::fprintf(stderr, "stackwalk-leakcheck: bad --suppressions: %s\n",
                    std::string(status.message()).c_str());
       return 2;

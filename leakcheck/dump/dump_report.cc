@@ -150,7 +150,7 @@ LeakReport ReportFromDump(const DumpContents& dump, const RenderRequest& request
 
   Suppressions suppressions;
   const std::string files = request.suppressions.value_or(r.suppressions);
-  if (const absl::Status status = suppressions.AddFiles(files); !status.ok()) {
+  if (const SuppressionsStatus status = suppressions.AddFiles(files); !status.ok()) {
     report.suppressions_error = std::string(status.message());
     suppressions = Suppressions();
   }
