@@ -18,8 +18,9 @@
 namespace stackwalk::leakcheck {
 
 // What adding rules returns: ok, or the error's text. Not absl::Status: this file is linked into
-// the preloaded library, which links nothing of abseil, whose shared objects (libabsl_status
-// and the 22 it needs) cost every checked process ~3 ms to load (a configure runs hundreds).
+// the preloaded library, which loads no abseil library but libstackwalk's demangler;
+// libabsl_status and the 22 it needs cost every checked process ~3 ms to load (a configure runs
+// hundreds).
 struct SuppressionsStatus {
   std::string error;  // empty: ok
   bool ok() const { return error.empty(); }

@@ -212,12 +212,15 @@ AltResult g_alt;
 uint64_t g_thread_stack_addr;
 uintptr_t g_alt_lo, g_alt_hi;
 
+bool g_alt_verify_pages = false;  // the handler's walk checks each page, as one from a context
+
 void OnAltStack(int) {
   int local = 0;
   uint64_t sp = reinterpret_cast<uintptr_t>(&local);
   StackMemory mem;
   if (!mem.InitForCurrentThread(sp)) return;
   g_alt.altstack_first = mem.region(0).lo == g_alt_lo && mem.region(0).hi == g_alt_hi;
+  if (g_alt_verify_pages) mem.VerifyPages(sp);
   uint64_t v;
   g_alt.reads_thread_stack = mem.Read(g_thread_stack_addr, &v, sizeof(v));
   g_alt.regions = mem.region_count();
@@ -297,19 +300,22 @@ TEST_P(AltStackBelowBounds, AHandlerReadsTheInitialStackGrownSinceItWasCached) {
   sa.sa_handler = OnAltStack;
   sa.sa_flags = SA_ONSTACK;
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old_sa), 0);
-  g_alt = AltResult();
-  const uint64_t lookups_before = StackMemory::StackLookupsForTesting();
-  RaiseFromDeeper(static_cast<int>(depth >> 16) + 4);  // 256 KiB below the cached bounds
-  const uint64_t lookups = StackMemory::StackLookupsForTesting() - lookups_before;
+  for (bool verify : {false, true}) {  // the regions as found, or their pages checked
+    g_alt = AltResult();
+    g_alt_verify_pages = verify;
+    const uint64_t lookups_before = StackMemory::StackLookupsForTesting();
+    RaiseFromDeeper(static_cast<int>(depth >> 16) + 4);  // 256 KiB below the cached bounds
+    const uint64_t lookups = StackMemory::StackLookupsForTesting() - lookups_before;
+    ASSERT_LT(g_thread_stack_addr, cached.lo);
+    EXPECT_TRUE(g_alt.altstack_first) << "verify " << verify;
+    EXPECT_TRUE(g_alt.reads_thread_stack) << "verify " << verify;
+    EXPECT_EQ(g_alt.regions, 2) << "verify " << verify;
+    EXPECT_EQ(lookups, range_check ? 0u : 1u) << "verify " << verify;
+  }
+  g_alt_verify_pages = false;
   sigaction(SIGUSR1, &old_sa, nullptr);
   ss.ss_flags = SS_DISABLE;
   sigaltstack(&ss, nullptr);
-
-  ASSERT_LT(g_thread_stack_addr, cached.lo);
-  EXPECT_TRUE(g_alt.altstack_first);
-  EXPECT_TRUE(g_alt.reads_thread_stack);
-  EXPECT_EQ(g_alt.regions, 2);
-  EXPECT_EQ(lookups, range_check ? 0u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Check, AltStackBelowBounds, ::testing::Bool(), [](const auto& info) {

@@ -107,7 +107,8 @@ int stackwalk_refresh_modules(void);
  * thread's unwind caches back when it exits. For a caller that captures before libstackwalk's
  * constructors have run, such as a preloaded allocation hook: the constructors of the program's
  * own libraries run first, and until then every capture steps each frame through the full CFI
- * and reads /proc/self/maps for code it cannot place. Safe to call more than once.
+ * and reads /proc/self/maps for code it cannot place. Safe to call more than once, and from an
+ * allocation hook: it does not wait for another thread's rebuild of the list (returns 0 then).
  *
  * Signal safety: NOT async-signal-safe (calls dl_iterate_phdr and pthread_key_create). */
 int stackwalk_prepare(void);

@@ -134,7 +134,11 @@ size_t stackwalk_private_mappings(uintptr_t* ranges, size_t capacity) {
 
 int stackwalk_prepare(void) {
   stackwalk::internal::RuleCache::PrepareExitKey();
-  return stackwalk::internal::ModuleMap::Global().RefreshIfChanged() ? 1 : 0;
+  // Not waiting for another thread's rebuild: called from an allocation hook inside a
+  // dl_iterate_phdr callback (the loader's lock held), waiting for a rebuild that waits for that
+  // lock would never end. That thread lists the objects anyway.
+  bool busy = false;
+  return stackwalk::internal::ModuleMap::Global().RefreshIfChangedUnlessBusy(&busy) ? 1 : 0;
 }
 
 int stackwalk_refresh_modules(void) {

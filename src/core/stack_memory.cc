@@ -267,15 +267,17 @@ bool StackMemory::DiscoverThreadStack(uint64_t addr) {
 bool StackMemory::FollowThreadStackDown(uint64_t addr) {
   // Region 1 is the thread's stack as cached (InitSlow); when verifying, its bounds are.
   AddressRange& stack = verify_ ? bounds_[1] : regions_[1];
-  if (addr >= stack.lo) return false;  // a stack grows down only
+  // Only the initial stack grows down: another thread's cached bounds are its whole mapping
+  // already, and a miss below them (a garbage frame pointer) is worth no read of the maps.
+  if (addr >= stack.lo || stack.lo - addr > kMainStackGrowth || !IsInitialStack(stack)) {
+    return false;
+  }
   AddressRange grown{addr & ~(kPage - 1), stack.hi};
-  if (!(stack.lo - addr <= kMainStackGrowth && IsInitialStack(stack) &&
-        RangeReadable(grown.lo, stack.lo))) {
-    // The same mapping, larger now (its top unchanged), else not this thread's stack.
+  if (!RangeReadable(grown.lo, stack.lo)) {
+    // Where the one-call check is not trusted: the same mapping, larger now (its top unchanged).
     if (!LookUpStackMapping(addr, &grown) || grown.hi != stack.hi || grown.lo > addr) return false;
   }
-  // Not cached: the interrupted code may be storing the cached bounds right now.
-  stack.lo = grown.lo;
+  stack.lo = grown.lo;  // this walk's region only; the next walk from the thread caches its own
   return true;
 }
 

@@ -109,9 +109,9 @@ class StackMemory {
 
  private:
   bool DiscoverThreadStack(uint64_t addr);
-  // A miss below the thread's stack as cached, on a walk off a sigaltstack: the stack grown since
-  // (one madvise call for the initial stack's growth, else /proc/self/maps); the region follows
-  // it down for this walk. False if `addr` is not on it.
+  // A miss at most 1 MiB below the initial stack as cached, on a walk off a sigaltstack: the stack
+  // grown since (one madvise call, else /proc/self/maps); the region follows it down for this
+  // walk. False if `addr` is not on it.
   bool FollowThreadStackDown(uint64_t addr);
   bool InitSlow(uint64_t sp);
   // Checks the pages of [addr, addr + size) the region whose bounds hold it has not checked yet
