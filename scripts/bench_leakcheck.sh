@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The leak checker's cost against its peers (issue 18), in one run: three workloads,
+# The leak checker's cost against its peers (issue 18), in one run: four workloads,
 #   workload  bench/leak_workload built without frame pointers (2 threads x N allocations at a
 #             call depth of ~20, 256 stacks, a ring of live blocks, 2000 leaked)
 #   python    python3 with PYTHONMALLOC=malloc on a JSON and regex script
 #   clang     clang++ -fsyntax-only over an STL-heavy file
+#   cmake     a cmake configure of a small C and C++ project (compiler checks, three feature
+#             checks, Threads): ~170 short processes, cmake itself checked (each one only where
+#             the preload reaches them all: record only, LSan preloaded)
 # each plain, under stackwalk-leakcheck (--method fp, auto, auto sampled with --sample-bytes
 # 524288, and auto without its report: what recording alone costs), LeakSanitizer built in
 # (-fsanitize=leak: the workload only) and preloaded (liblsan.so), heaptrack (recording only)
@@ -100,7 +103,23 @@ int main() {
 }
 CC
 
-workloads=(workload python clang)
+# A configure from scratch each time: a build directory of its own for each run (named when the
+# command is made), the program cmake itself (heaptrack follows no exec).
+mkdir -p "$scratch/cmake_src"
+cat >"$scratch/cmake_src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(demo C CXX)
+include(CheckIncludeFile)
+include(CheckFunctionExists)
+check_include_file(unistd.h HAVE_UNISTD)
+check_include_file(sys/mman.h HAVE_MMAN)
+check_function_exists(mmap HAVE_MMAP)
+find_package(Threads REQUIRED)
+add_executable(demo main.c)
+CMAKE
+echo 'int main(void) { return 0; }' >"$scratch/cmake_src/main.c"
+
+workloads=(workload python clang cmake)
 tools=(plain "stackwalk fp" "stackwalk auto" "stackwalk sampled" "stackwalk record only"
        "LSan built in" "LSan preloaded" heaptrack valgrind)
 # The program of a workload; empty for a tool that cannot run it.
@@ -110,6 +129,8 @@ program() {  # workload tool
               else echo "$workload 2 $per_thread"; fi ;;
     python) [ "$2" = "LSan built in" ] || echo "$python $scratch/json_regex.py" ;;
     clang) [ "$2" = "LSan built in" ] || echo "clang++ -std=c++17 -fsyntax-only $scratch/stl.cc" ;;
+    cmake) [ "$2" = "LSan built in" ] ||
+             echo "cmake -S $scratch/cmake_src -B $scratch/cmake_build.$(date +%s%N)" ;;
   esac
 }
 # The command line of a tool around a program; its report, if any, in $scratch/<w>.<n>.report.
