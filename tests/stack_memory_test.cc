@@ -226,21 +226,47 @@ void OnAltStack(int) {
   g_alt.regions = mem.region_count();
 }
 
+// OnAltStack as SIGUSR1's handler, on a 64 KiB sigaltstack, for the object's life (both put
+// back as they were, also when an assertion returns early).
+class OnAltStackHandler {
+ public:
+  OnAltStackHandler() : alt_(64 * 1024) {
+    g_alt_lo = reinterpret_cast<uintptr_t>(alt_.data());
+    g_alt_hi = g_alt_lo + alt_.size();
+    stack_t ss{};
+    ss.ss_sp = alt_.data();
+    ss.ss_size = alt_.size();
+    if (sigaltstack(&ss, &old_stack_) != 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = OnAltStack;
+    sa.sa_flags = SA_ONSTACK;
+    installed_ = sigaction(SIGUSR1, &sa, &old_action_) == 0;
+    if (!installed_) sigaltstack(&old_stack_, nullptr);
+  }
+  ~OnAltStackHandler() {
+    if (!installed_) return;
+    sigaction(SIGUSR1, &old_action_, nullptr);
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  }
+  OnAltStackHandler(const OnAltStackHandler&) = delete;
+  OnAltStackHandler& operator=(const OnAltStackHandler&) = delete;
+  bool installed() const { return installed_; }
+
+ private:
+  std::vector<char> alt_;
+  stack_t old_stack_{};
+  struct sigaction old_action_ {};
+  bool installed_ = false;
+};
+
 class AltStack : public ::testing::TestWithParam<bool> {};
 
 TEST_P(AltStack, HandlerOnAltStackReadsBothStacks) {
   const bool cold_cache = GetParam();
-  std::vector<char> alt(64 * 1024);
-  g_alt_lo = reinterpret_cast<uintptr_t>(alt.data());
-  g_alt_hi = g_alt_lo + alt.size();
-  stack_t ss{}, old{};
-  ss.ss_sp = alt.data();
-  ss.ss_size = alt.size();
-  ASSERT_EQ(sigaltstack(&ss, &old), 0);
-  struct sigaction sa {}, old_sa{};
-  sa.sa_handler = OnAltStack;
-  sa.sa_flags = SA_ONSTACK;
-  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old_sa), 0);
+  OnAltStackHandler handler;
+  ASSERT_TRUE(handler.installed());
 
   volatile uint64_t on_thread_stack = 1;
   g_thread_stack_addr = reinterpret_cast<uintptr_t>(&on_thread_stack);
@@ -252,9 +278,6 @@ TEST_P(AltStack, HandlerOnAltStackReadsBothStacks) {
   }
   g_alt = AltResult();
   raise(SIGUSR1);
-  sigaction(SIGUSR1, &old_sa, nullptr);
-  ss.ss_flags = SS_DISABLE;
-  sigaltstack(&ss, nullptr);
 
   EXPECT_TRUE(g_alt.altstack_first);
   EXPECT_TRUE(g_alt.reads_thread_stack);  // cold: found on the miss, once
@@ -289,17 +312,8 @@ TEST_P(AltStackBelowBounds, AHandlerReadsTheInitialStackGrownSinceItWasCached) {
   AddressRange cached;
   if (!CacheBoundsAt(reinterpret_cast<uintptr_t>(&local), &cached)) return;
   const uint64_t depth = reinterpret_cast<uintptr_t>(&local) - cached.lo;
-  std::vector<char> alt(64 * 1024);
-  g_alt_lo = reinterpret_cast<uintptr_t>(alt.data());
-  g_alt_hi = g_alt_lo + alt.size();
-  stack_t ss{}, old{};
-  ss.ss_sp = alt.data();
-  ss.ss_size = alt.size();
-  ASSERT_EQ(sigaltstack(&ss, &old), 0);
-  struct sigaction sa {}, old_sa{};
-  sa.sa_handler = OnAltStack;
-  sa.sa_flags = SA_ONSTACK;
-  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old_sa), 0);
+  OnAltStackHandler handler;
+  ASSERT_TRUE(handler.installed());
   for (bool verify : {false, true}) {  // the regions as found, or their pages checked
     g_alt = AltResult();
     g_alt_verify_pages = verify;
@@ -313,9 +327,6 @@ TEST_P(AltStackBelowBounds, AHandlerReadsTheInitialStackGrownSinceItWasCached) {
     EXPECT_EQ(lookups, range_check ? 0u : 1u) << "verify " << verify;
   }
   g_alt_verify_pages = false;
-  sigaction(SIGUSR1, &old_sa, nullptr);
-  ss.ss_flags = SS_DISABLE;
-  sigaltstack(&ss, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Check, AltStackBelowBounds, ::testing::Bool(), [](const auto& info) {
