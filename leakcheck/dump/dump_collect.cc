@@ -69,6 +69,9 @@ void CollectStackStats(State& state, const std::vector<uint64_t>& earliest, Tabl
   const uint64_t final_epoch = state.peak_epoch.load(std::memory_order_relaxed);
   const uint64_t now = state.allocations.next_sequence();
   const uint32_t end = state.stacks.size() + 1;
+  // Sized once: grown by doubling, cmake's 33,841 stacks' statistics (72 bytes each) took 4.7 MB
+  // and 7 MB while it grew, at the program's end, its peak (6.6 MB under record-only's).
+  out->stack_stats.reserve(end - 1);
   for (uint32_t id = 1; id < end; ++id) {
     StackStatsTotals totals;
     if (!state.stacks.Totals(id, final_epoch, &totals)) continue;

@@ -5,7 +5,9 @@
 namespace stackwalk::leakcheck::dump {
 
 TableStacks::TableStacks(const StackTable& table, const std::atomic<ClosedModules*>& closed)
-    : table_(table), modules_(&closed) {}
+    : table_(table), modules_(&closed) {
+  stacks_.reserve(table.size());  // most are listed (the profile's statistics name every stack)
+}
 
 void TableStacks::Add(uint32_t id, uint64_t earliest, uint64_t dated_by) {
   void* const* pcs = nullptr;
