@@ -55,16 +55,34 @@ uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
   if (n > kMaxFrames) n = kMaxFrames;
   if (n < 0) n = 0;
   const uint64_t hash = StackHash(pcs, n);
-  Stack** bucket = &shards_[hash % kShards].buckets[(hash / kShards) % kBuckets];
   // Known stacks (nearly every call) are found without the lock.
-  if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  if (Stack** buckets = buckets_.load(std::memory_order_acquire)) {
+    Stack** bucket = &buckets[BucketOf(hash)];
+    if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  }
   return Add(pcs, n, hash, added);
+}
+
+StackTable::Stack** StackTable::MapBuckets() {
+  Stack** buckets = buckets_.load(std::memory_order_acquire);
+  if (buckets != nullptr) return buckets;
+  constexpr size_t kBucketBytes = sizeof(Stack*) * kShards * kBuckets;
+  Stack** fresh = static_cast<Stack**>(OwnMap(kBucketBytes));  // zeroed
+  if (fresh == nullptr) return nullptr;
+  if (buckets_.compare_exchange_strong(buckets, fresh, std::memory_order_acq_rel)) {
+    bytes_.fetch_add(kBucketBytes, std::memory_order_relaxed);
+    return fresh;
+  }
+  OwnUnmap(fresh, kBucketBytes);
+  return buckets;  // another thread's, just mapped
 }
 
 uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
   Shard& shard = shards_[hash % kShards];
-  Stack** bucket = &shard.buckets[(hash / kShards) % kBuckets];
   SpinLockHolder hold(shard.lock);
+  Stack** buckets = MapBuckets();
+  if (buckets == nullptr) return kNoStack;
+  Stack** bucket = &buckets[BucketOf(hash)];
   if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
   Stack* s;
   {
