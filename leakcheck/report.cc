@@ -101,7 +101,7 @@ void ClassifyForReport(State& state, CheckScope* scope, LeakReport* report, Clas
 std::string EncodeDumpOf(State& state, const LeakReport& report, const Classified& c) {
   dump::CollectedDump d =
       dump::CollectDump(state, report, c.check.blocks.data(), c.n, c.check.verdicts, c.earliest);
-  return dump::EncodeDump(d.contents, *d.stacks);
+  return dump::EncodeDump(d.contents, *d.stacks, *d.stats);
 }
 
 // A report the program does not name (program_report=0): its dump alone. Its totals are the
@@ -116,7 +116,7 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
   dump::CollectedDump d =
       dump::CollectDump(state, header, c.check.blocks.data(), c.n, c.check.verdicts, c.earliest);
   DeliverDump(state.options.dump, first, [&d](const DumpWriter& write) {
-    dump::EncodeDump(d.contents, *d.stacks, write);
+    dump::EncodeDump(d.contents, *d.stacks, *d.stats, write);
   });
   EstimateSum leaks;  // estimates when sampled
   for (size_t i = 0; i < c.n; ++i) {

@@ -112,7 +112,7 @@ int WriteSnapshot(State& state) {
   dump::CollectedDump d = dump::CollectDump(state, header, nullptr, 0, {}, {});
   d.contents.process.snapshot = true;
   DeliverDump(state.options.dump, DumpsWritten() == 0, [&d](const DumpWriter& write) {
-    dump::EncodeDump(d.contents, *d.stacks, write);
+    dump::EncodeDump(d.contents, *d.stacks, *d.stats, write);
   });
   ++g_snapshots_written;
   return number;

@@ -18,6 +18,7 @@
 #include "leakcheck/dump/dump_modules.h"
 #include "leakcheck/dump/dump_table_stacks.h"
 #include "leakcheck/report_collect.h"
+#include "leakcheck/stack_stats.h"
 #include "leakcheck/stack_table.h"
 
 namespace stackwalk::leakcheck::dump {
@@ -184,6 +185,75 @@ TEST(LeakDumpStacks, AnObjectNotListedWhenTheModulesWereTakenIsWrittenAsItsPc) {
   const DumpFrame unlisted = indexer.Resolve(reinterpret_cast<uintptr_t>(libstdcxx), 1);
   EXPECT_EQ(unlisted.module, kUnknownModule);
   EXPECT_EQ(unlisted.offset, reinterpret_cast<uintptr_t>(libstdcxx));
+}
+
+// The statistics section read from the stack table as it is written: the bytes of the same
+// figures listed in DumpContents, a stack's copies summed; and figures that change between the
+// encoder's two passes change the section's bytes, never its size.
+TEST(LeakDumpStacks, StatisticsFromTheTableAreTheBytesOfTheirList) {
+  auto table = std::make_unique<StackTable>();
+  void* one[] = {reinterpret_cast<void*>(0x1000)};
+  void* two[] = {reinterpret_cast<void*>(0x2000), reinterpret_cast<void*>(0x3000)};
+  const uint32_t a = table->Intern(one, 1);
+  const uint32_t b = table->Intern(two, 2);
+  ASSERT_NE(a, StackTable::kNoStack);
+  ASSERT_NE(b, StackTable::kNoStack);
+  const uint32_t owned = table->ClaimStatsCopy(1);
+  ASSERT_NE(owned, 0u);
+  StackStats* a_shared = table->SharedStats(a);
+  StackStats* a_owned = table->OwnedStats(a, owned);
+  StackStats* b_shared = table->SharedStats(b);
+  ASSERT_TRUE(a_shared != nullptr && a_owned != nullptr && b_shared != nullptr);
+  a_shared->Allocated(100, /*epoch=*/0);
+  a_owned->Allocated<StatsWriter::kOwned>(28, 0);
+  b_shared->Allocated(7, 0);
+  b_shared->Freed(7, 0, /*is_temporary=*/true);
+
+  TableStackStats from_table(*table, /*final_epoch=*/1);
+  from_table.Add(a);
+  from_table.Add(b);
+  from_table.Add(b + 1000);  // an id the table does not know: figures of zero
+  DumpContents listed;
+  listed.has_stack_stats = true;
+  // Nothing changed since the last peak (epoch 1): the peak figures are the live ones.
+  listed.stack_stats = {{a, 2, 128, 128, 2, 0, 0, 128, 2},
+                        {b, 1, 7, 0, 0, 1, 7, 0, 0},
+                        {b + 1000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  DumpContents without = listed;
+  without.stack_stats.clear();  // not read when a source is given
+  const std::string want = EncodeDump(listed);
+  ListedStacks no_stacks(without.stacks);
+  EXPECT_EQ(EncodeDump(without, no_stacks, from_table), want);
+  std::string streamed;
+  EncodeDump(without, no_stacks, from_table,
+             [&](const char* data, size_t n) { streamed.append(data, n); });
+  EXPECT_EQ(streamed, want);
+  const std::string payload = SectionPayload(want, kStackStats);
+  EXPECT_EQ(payload.size(), 4 + 3 * (4 + 8 * 8u));
+
+  // A source whose figures change between the measuring pass and the writing one.
+  class Changing final : public DumpStatsSource {
+   public:
+    size_t size() const override { return 1; }
+    DumpStackStats At(size_t) const override {
+      DumpStackStats s;
+      s.stack_id = 5;
+      s.allocations = ++reads_;
+      return s;
+    }
+    mutable uint64_t reads_ = 0;
+  } changing;
+  DumpContents one_stack = without;
+  one_stack.stacks = {{5, UINT64_MAX, {}}};
+  ListedStacks stack_five(one_stack.stacks);
+  const std::string changed = EncodeDump(one_stack, stack_five, changing);
+  const DecodedDumps decoded =
+      DecodeDumps(reinterpret_cast<const uint8_t*>(changed.data()), changed.size());
+  ASSERT_EQ(decoded.error, "");
+  ASSERT_EQ(decoded.dumps.size(), 1u);
+  ASSERT_EQ(decoded.dumps[0].stack_stats.size(), 1u);
+  EXPECT_EQ(decoded.dumps[0].stack_stats[0].stack_id, 5u);
+  EXPECT_GE(decoded.dumps[0].stack_stats[0].allocations, 1u);
 }
 
 }  // namespace

@@ -60,33 +60,22 @@ bool CollectEdges(const Allocation* blocks, size_t n, const std::vector<Verdict>
   return done;
 }
 
-// What every stack did over the run, and the frames of those no longer live (the allocations and
-// temporary views need them). Their modules are resolved as of now: a stack none of whose blocks
-// is live has no earliest block to date its frames by.
+// Which stacks the profile's statistics list (their figures are read as the section is written,
+// TableStackStats), and the frames of those no longer live (the allocations and temporary views
+// need them). Their modules are resolved as of now: a stack none of whose blocks is live has no
+// earliest block to date its frames by.
 void CollectStackStats(State& state, const std::vector<uint64_t>& earliest, TableStacks* stacks,
-                       DumpContents* out) {
+                       TableStackStats* stats, DumpContents* out) {
   out->has_stack_stats = true;
-  const uint64_t final_epoch = state.peak_epoch.load(std::memory_order_relaxed);
+  const uint64_t final_epoch = stats->final_epoch();
   const uint64_t now = state.allocations.next_sequence();
   const uint32_t end = state.stacks.size() + 1;
-  // Sized once: grown by doubling, cmake's 33,841 stacks' statistics (72 bytes each) took 4.7 MB
-  // and 7 MB while it grew, at the program's end, its peak (6.6 MB under record-only's).
-  out->stack_stats.reserve(end - 1);
+  stats->Reserve(end - 1);
   for (uint32_t id = 1; id < end; ++id) {
     StackStatsTotals totals;
     if (!state.stacks.Totals(id, final_epoch, &totals)) continue;
-    DumpStackStats s;
-    s.stack_id = id;
-    s.allocations = totals.allocations;
-    s.allocated_bytes = totals.allocated_bytes;
-    s.live_bytes = totals.live_bytes;
-    s.live_blocks = totals.live_blocks;
-    s.temporary = totals.temporary;
-    s.temporary_bytes = totals.temporary_bytes;
-    s.peak_bytes = totals.peak_bytes;
-    s.peak_blocks = totals.peak_blocks;
-    if (s.allocations == 0 && s.live_blocks == 0) continue;
-    out->stack_stats.push_back(s);
+    if (totals.allocations == 0 && totals.live_blocks == 0) continue;
+    stats->Add(id);
     if (id < earliest.size() && earliest[id] != UINT64_MAX) continue;  // listed already
     stacks->Add(id, UINT64_MAX, now);
   }
@@ -145,7 +134,9 @@ CollectedDump CollectDump(State& state, const LeakReport& report, const Allocati
   for (uint32_t id = 0; id < earliest.size(); ++id) {
     if (earliest[id] != UINT64_MAX) listed.Add(id, earliest[id], earliest[id]);
   }
-  CollectStackStats(state, earliest, &listed, &out);
+  collected.stats = std::make_unique<TableStackStats>(
+      state.stacks, state.peak_epoch.load(std::memory_order_relaxed));
+  CollectStackStats(state, earliest, &listed, collected.stats.get(), &out);
   out.modules = listed.TakeModules();
 
   std::vector<uint32_t> serials;

@@ -21,11 +21,12 @@
 
 namespace stackwalk::leakcheck::dump {
 
-// A dump to encode: EncodeDump(contents, *stacks, ...) (dump_encode.h).
+// A dump to encode: EncodeDump(contents, *stacks, *stats, ...) (dump_encode.h).
 struct CollectedDump {
   DumpContents contents;                // its `stacks` empty: they are in `stacks`
   std::unique_ptr<TableStacks> stacks;  // the live stacks by id, then those none of whose
                                         // blocks is live (the profile's statistics name them)
+  std::unique_ptr<TableStackStats> stats;  // the statistics section (contents.stack_stats empty)
 };
 
 // `report` has the collect stage's header and summary (and the check's stop figures); blocks[0,

@@ -135,6 +135,8 @@ void Range(Sink& out, const AddressRange64& r) {
 
 // Module index and offset.
 constexpr size_t kFrameBytes = 4 + 8;
+// A stack's statistics: its id and eight figures.
+constexpr size_t kStackStatsBytes = 4 + 8 * 8;
 
 // The stacks section's payload. The counting pass takes each stack's frame count from its head
 // and leaves its frames unmade (the program's are resolved from the stack table as written).
@@ -173,8 +175,8 @@ void Stacks(Sink& out, DumpStackSource& stacks) {
 
 // The whole dump into `out`, in one of the two passes.
 template <class Sink>
-void Encode(const DumpContents& c, DumpStackSource& stacks, Sink& out, Lengths& lengths,
-            bool counting) {
+void Encode(const DumpContents& c, DumpStackSource& stacks, const DumpStatsSource& stats,
+            Sink& out, Lengths& lengths, bool counting) {
   out.Bytes(kMagic, sizeof(kMagic));
   out.U16(kMajorVersion);
   out.U16(kMinorVersion);
@@ -265,13 +267,20 @@ void Encode(const DumpContents& c, DumpStackSource& stacks, Sink& out, Lengths& 
   if (c.sample_bytes != 0) Section(out, lengths, counting, kSampling, [&] { out.U64(c.sample_bytes); });
   if (c.has_stack_stats) {
     Section(out, lengths, counting, kStackStats, [&] {
-      List(out, c.stack_stats, [&](const DumpStackStats& s) {
+      const size_t n = stats.size();
+      out.U32(static_cast<uint32_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<Sink, CountingSink>) {
+          out.Skip(kStackStatsBytes);  // fixed-size: the figures need not be read to measure
+          continue;
+        }
+        const DumpStackStats s = stats.At(i);
         out.U32(s.stack_id);
         for (uint64_t v : {s.allocations, s.allocated_bytes, s.live_bytes, s.live_blocks,
                            s.temporary, s.temporary_bytes, s.peak_bytes, s.peak_blocks}) {
           out.U64(v);
         }
-      });
+      }
     });
   }
   if (c.has_thread_totals) {
@@ -308,25 +317,35 @@ void Encode(const DumpContents& c, DumpStackSource& stacks, Sink& out, Lengths& 
 
 }  // namespace
 
-std::string EncodeDump(const DumpContents& c, DumpStackSource& stacks) {
+std::string EncodeDump(const DumpContents& c, DumpStackSource& stacks,
+                       const DumpStatsSource& stats) {
   Lengths lengths;
   CountingSink count;
-  Encode(c, stacks, count, lengths, /*counting=*/true);
+  Encode(c, stacks, stats, count, lengths, /*counting=*/true);
   ByteSink out;
   out.Reserve(lengths.total);  // the old and a doubled copy are never held at once
-  Encode(c, stacks, out, lengths, /*counting=*/false);
+  Encode(c, stacks, stats, out, lengths, /*counting=*/false);
   return std::move(out.bytes());
+}
+
+uint64_t EncodeDump(const DumpContents& c, DumpStackSource& stacks, const DumpStatsSource& stats,
+                    const std::function<void(const char*, size_t)>& write) {
+  Lengths lengths;
+  CountingSink count;
+  Encode(c, stacks, stats, count, lengths, /*counting=*/true);
+  ChunkSink out(write);
+  Encode(c, stacks, stats, out, lengths, /*counting=*/false);
+  out.Flush();
+  return out.size();
+}
+
+std::string EncodeDump(const DumpContents& c, DumpStackSource& stacks) {
+  return EncodeDump(c, stacks, ListedStats(c.stack_stats));
 }
 
 uint64_t EncodeDump(const DumpContents& c, DumpStackSource& stacks,
                     const std::function<void(const char*, size_t)>& write) {
-  Lengths lengths;
-  CountingSink count;
-  Encode(c, stacks, count, lengths, /*counting=*/true);
-  ChunkSink out(write);
-  Encode(c, stacks, out, lengths, /*counting=*/false);
-  out.Flush();
-  return out.size();
+  return EncodeDump(c, stacks, ListedStats(c.stack_stats), write);
 }
 
 std::string EncodeDump(const DumpContents& c) {

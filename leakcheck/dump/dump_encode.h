@@ -11,6 +11,7 @@
 
 #include "leakcheck/dump/dump_contents.h"
 #include "leakcheck/dump/dump_stack_source.h"
+#include "leakcheck/dump/dump_stats_source.h"
 
 namespace stackwalk::leakcheck::dump {
 
@@ -31,6 +32,14 @@ uint64_t EncodeDump(const DumpContents& contents,
 // read): the bytes of contents with the stacks `stacks` gives.
 std::string EncodeDump(const DumpContents& contents, DumpStackSource& stacks);
 uint64_t EncodeDump(const DumpContents& contents, DumpStackSource& stacks,
+                    const std::function<void(const char*, size_t)>& write);
+
+// The same, the stack statistics section (when contents.has_stack_stats) written from `stats`
+// instead of contents.stack_stats (which is not read).
+std::string EncodeDump(const DumpContents& contents, DumpStackSource& stacks,
+                       const DumpStatsSource& stats);
+uint64_t EncodeDump(const DumpContents& contents, DumpStackSource& stacks,
+                    const DumpStatsSource& stats,
                     const std::function<void(const char*, size_t)>& write);
 
 }  // namespace stackwalk::leakcheck::dump

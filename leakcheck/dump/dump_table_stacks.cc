@@ -36,4 +36,20 @@ const DumpFrame* TableStacks::Frames(size_t i, std::vector<DumpFrame>* scratch) 
   return scratch->data();
 }
 
+DumpStackStats TableStackStats::At(size_t i) const {
+  DumpStackStats s;
+  s.stack_id = ids_[i];
+  StackStatsTotals totals;
+  if (!table_.Totals(s.stack_id, final_epoch_, &totals)) return s;
+  s.allocations = totals.allocations;
+  s.allocated_bytes = totals.allocated_bytes;
+  s.live_bytes = totals.live_bytes;
+  s.live_blocks = totals.live_blocks;
+  s.temporary = totals.temporary;
+  s.temporary_bytes = totals.temporary_bytes;
+  s.peak_bytes = totals.peak_bytes;
+  s.peak_blocks = totals.peak_blocks;
+  return s;
+}
+
 }  // namespace stackwalk::leakcheck::dump

@@ -20,6 +20,7 @@
 #include "leakcheck/dump/dump_contents.h"
 #include "leakcheck/dump/dump_modules.h"
 #include "leakcheck/dump/dump_stack_source.h"
+#include "leakcheck/dump/dump_stats_source.h"
 #include "leakcheck/stack_table.h"
 
 namespace stackwalk::leakcheck::dump {
@@ -57,6 +58,30 @@ class TableStacks final : public DumpStackSource {
   const StackTable& table_;
   ModuleIndexer modules_;
   std::vector<Listed> stacks_;
+};
+
+// The stack statistics section read from the stack table as it is written: 4 bytes a listed
+// stack (its id) instead of 72. Each pass reads the figures afresh (StackTable::Totals): other
+// threads run while a dump is written, so figures read later are later ones (the section's size
+// is the same: the stacks listed are fixed when added).
+class TableStackStats final : public DumpStatsSource {
+ public:
+  // `table` outlives this; `final_epoch`: the peak epoch the peak figures are of.
+  TableStackStats(const StackTable& table, uint64_t final_epoch)
+      : table_(table), final_epoch_(final_epoch) {}
+
+  // Lists stack `id`; ids are added in increasing order.
+  void Add(uint32_t id) { ids_.push_back(id); }
+  void Reserve(size_t n) { ids_.reserve(n); }
+
+  uint64_t final_epoch() const { return final_epoch_; }
+  size_t size() const override { return ids_.size(); }
+  DumpStackStats At(size_t i) const override;
+
+ private:
+  const StackTable& table_;
+  const uint64_t final_epoch_;
+  std::vector<uint32_t> ids_;
 };
 
 }  // namespace stackwalk::leakcheck::dump
