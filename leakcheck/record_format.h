@@ -20,9 +20,10 @@ namespace stackwalk::leakcheck::record {
 
 constexpr char kMagic[8] = {'S', 'W', 'L', 'K', 'R', 'E', 'C', '\0'};
 // 2: the header keeps the process's peak; 3: live blocks in packed 24-byte slots (AllocationSlot);
-// 4: the header keeps the untracked allocations (untracked.h). The reader takes its own version
+// 4: the header keeps the untracked allocations (untracked.h); 5: a stack's frames are a path of
+// FrameNodes (kStackFrames), not an array after its StackNode. The reader takes its own version
 // only (launcher and library come from one build): another is refused with a line saying so.
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 
 // The environment variable naming the region's descriptor in the checked program, and the
 // descriptor the launcher gives it: high, out of the way of the program's own (beside the dump
@@ -47,6 +48,7 @@ enum ExtentKind : uint32_t {
   kStackIds = 3,         // a StackTable id chunk: StackNode* [kStackIdChunk]; index = chunk
   kModules = 4,          // a ModuleList; index = its update's number (the highest live is current)
   kThreads = 5,          // a ThreadRegistry chunk: ThreadEntry[kThreadChunk]; index = chunk
+  kStackFrames = 6,      // a StackTable frame chunk: FrameNode records, reached from the stacks
 };
 
 // Why a record has nothing left to say (Header::exit_reported).
@@ -112,13 +114,19 @@ constexpr int kSlotStackBits = 24;     // kStackIdChunk * kStackIdChunks ids
 constexpr int kSlotSequenceBits = 59;
 constexpr int kSlotThreadBits = 22;    // the ThreadRegistry's 4M serials
 
-// A stack as the StackTable keeps it (stack_table.h asserts its own matches).
+// A stack as the StackTable keeps it (stack_table.h asserts its own matches): its frames are
+// the path from `leaf` through the parents, innermost first, n of them.
 struct StackNode {
   uint64_t hash;
   uintptr_t next;
+  uintptr_t leaf;  // a FrameNode; 0 for an empty stack
   uint32_t id;
-  int32_t n;
-  uintptr_t pcs[];  // n entries, at most kMaxStackFrames
+  int32_t n;       // at most kMaxStackFrames
+};
+// A frame: its PC and its caller's FrameNode (0 for the outermost).
+struct FrameNode {
+  uintptr_t pc;
+  uintptr_t parent;
 };
 constexpr int kMaxStackFrames = 64;
 constexpr uint32_t kStackIdChunk = 4096;

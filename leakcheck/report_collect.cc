@@ -47,8 +47,8 @@ std::vector<NamedStack> CollectStacks(const std::vector<uint64_t>& earliest,
   for (uint32_t id = 0; id < out.size(); ++id) {
     out[id].earliest = earliest[id];
     if (earliest[id] == UINT64_MAX) continue;
-    void* const* pcs = nullptr;
-    const int count = stacks.Frames(id, &pcs);
+    void* pcs[StackTable::kMaxFrames];
+    const int count = stacks.Frames(id, pcs);
     out[id].pcs = ProgramFrames(pcs, count);
   }
   return out;

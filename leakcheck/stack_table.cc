@@ -20,14 +20,105 @@ void* MapZeroed(size_t size, record::ExtentKind kind, uint32_t index = 0) {
 
 }  // namespace
 
+namespace {
+
+// Whether the path from `node` out is frames pcs[0, n). A stack's leaf is n deep: no null is met.
+// Four frames a step: three instructions a frame (a load, a compare with the node's PC, a load of
+// its parent) where the loop one at a time took nine with its counter and the null test.
+template <class Node>
+[[gnu::always_inline]] inline bool SamePath(const Node* node, void* const* pcs, int n) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    if (node->pc != pcs[i]) return false;
+    node = node->parent;
+    if (node->pc != pcs[i + 1]) return false;
+    node = node->parent;
+    if (node->pc != pcs[i + 2]) return false;
+    node = node->parent;
+    if (node->pc != pcs[i + 3]) return false;
+    node = node->parent;
+  }
+  for (; i < n; ++i, node = node->parent) {
+    if (node->pc != pcs[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 uint32_t StackTable::FindIn(const Stack* s, uint64_t hash, void* const* pcs, int n) {
   for (; s != nullptr; s = s->next) {
-    if (s->hash == hash && s->n == n &&
-        (n == 0 || std::memcmp(s->pcs, pcs, sizeof(void*) * n) == 0)) {
-      return s->id;
-    }
+    if (s->hash == hash && s->n == n && SamePath(s->leaf, pcs, n)) return s->id;
   }
   return kNoStack;
+}
+
+namespace {
+
+// The child index's hash of (parent, pc).
+inline uint64_t ChildHash(const void* parent, const void* pc) {
+  uint64_t h = reinterpret_cast<uintptr_t>(pc) * 0x9e3779b97f4a7c15ull ^
+               reinterpret_cast<uintptr_t>(parent) * 0xc2b2ae3d27d4eb4full;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+bool StackTable::ChildIndexRoom() {
+  const uint32_t count = frame_count_.load(std::memory_order_relaxed);
+  if (uint64_t{count + 1} * 4 <= uint64_t{child_capacity_} * 3) return true;
+  const uint32_t capacity = child_capacity_ == 0 ? 1024 : child_capacity_ * 2;
+  if (capacity == 0) return false;
+  uint32_t* slots = static_cast<uint32_t*>(OwnMap(sizeof(uint32_t) * capacity));  // zeroed
+  if (slots == nullptr) return false;
+  for (uint32_t index = 1; index <= count; ++index) {
+    const FrameNode* node = FrameAt(index);
+    uint32_t at = static_cast<uint32_t>(ChildHash(node->parent, node->pc)) & (capacity - 1);
+    while (slots[at] != 0) at = (at + 1) & (capacity - 1);
+    slots[at] = index;
+  }
+  if (child_slots_ != nullptr) {
+    OwnUnmap(child_slots_, sizeof(uint32_t) * child_capacity_);
+    bytes_.fetch_sub(sizeof(uint32_t) * child_capacity_, std::memory_order_relaxed);
+  }
+  child_slots_ = slots;
+  child_capacity_ = capacity;
+  bytes_.fetch_add(sizeof(uint32_t) * capacity, std::memory_order_relaxed);
+  return true;
+}
+
+const StackTable::FrameNode* StackTable::ChildOf(const FrameNode* parent, void* pc) {
+  if (!ChildIndexRoom()) return nullptr;
+  const uint32_t mask = child_capacity_ - 1;
+  uint32_t at = static_cast<uint32_t>(ChildHash(parent, pc)) & mask;
+  for (; child_slots_[at] != 0; at = (at + 1) & mask) {
+    const FrameNode* node = FrameAt(child_slots_[at]);
+    if (node->pc == pc && node->parent == parent) return node;
+  }
+  const uint32_t index = frame_count_.load(std::memory_order_relaxed) + 1;
+  if (index / kFrameChunk >= kFrameChunks) return nullptr;
+  FrameNode*& chunk = frame_chunks_[index / kFrameChunk];
+  if (chunk == nullptr) {
+    chunk = static_cast<FrameNode*>(MapZeroed(sizeof(FrameNode) * kFrameChunk,
+                                              record::kStackFrames, index / kFrameChunk));
+    if (chunk == nullptr) return nullptr;
+    bytes_.fetch_add(sizeof(FrameNode) * kFrameChunk, std::memory_order_relaxed);
+  }
+  FrameNode* node = FrameAt(index);
+  node->pc = pc;
+  node->parent = parent;
+  frame_count_.store(index, std::memory_order_relaxed);
+  child_slots_[at] = index;
+  return node;
+}
+
+const StackTable::FrameNode* StackTable::AddPath(void* const* pcs, int n) {
+  const FrameNode* node = nullptr;
+  for (int i = n - 1; i >= 0; --i) {
+    node = ChildOf(node, pcs[i]);
+    if (node == nullptr) return nullptr;
+  }
+  return node;
 }
 
 void* StackTable::Allocate(size_t size) {
@@ -49,9 +140,13 @@ void* StackTable::Allocate(size_t size) {
 uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
   if (added != nullptr) *added = false;
   static_assert(sizeof(Stack) == sizeof(record::StackNode) &&
+                    offsetof(Stack, leaf) == offsetof(record::StackNode, leaf) &&
                     offsetof(Stack, id) == offsetof(record::StackNode, id) &&
-                    offsetof(Stack, n) == offsetof(record::StackNode, n),
-                "a node is read as a record::StackNode after the program (record_format.h)");
+                    offsetof(Stack, n) == offsetof(record::StackNode, n) &&
+                    sizeof(FrameNode) == sizeof(record::FrameNode) &&
+                    offsetof(FrameNode, parent) == offsetof(record::FrameNode, parent),
+                "stacks and frames are read as record::StackNode and record::FrameNode after "
+                "the program (record_format.h)");
   if (n > kMaxFrames) n = kMaxFrames;
   if (n < 0) n = 0;
   const uint64_t hash = StackHash(pcs, n);
@@ -84,15 +179,21 @@ uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
   if (buckets == nullptr) return kNoStack;
   Stack** bucket = &buckets[BucketOf(hash)];
   if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
+  const FrameNode* leaf = nullptr;
+  if (n > 0) {  // an empty stack may come as null
+    SpinLockHolder tree(tree_lock_);
+    leaf = AddPath(pcs, n);
+    if (leaf == nullptr) return kNoStack;
+  }
   Stack* s;
   {
     SpinLockHolder arena(arena_lock_);
-    s = static_cast<Stack*>(Allocate(sizeof(Stack) + sizeof(void*) * n));
+    s = static_cast<Stack*>(Allocate(sizeof(Stack)));
   }
   if (s == nullptr) return kNoStack;
   s->hash = hash;
+  s->leaf = leaf;
   s->n = n;
-  if (n > 0) std::memcpy(s->pcs, pcs, sizeof(void*) * n);  // an empty stack may come as null
   uint32_t id = next_id_.fetch_add(1, std::memory_order_acq_rel);
   if (id >= static_cast<uint32_t>(kIdChunk) * kIdChunks) return kNoStack;
   // Its shared statistics' chunk before the id is published: a recorded block's stack always
@@ -118,11 +219,14 @@ uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
   return id;
 }
 
-int StackTable::Frames(uint32_t id, void* const** pcs) const {
-  Stack* s = StackOf(id);
+int StackTable::Frames(uint32_t id, void** pcs) const {
+  const Stack* s = StackOf(id);
   if (s == nullptr) return 0;
-  *pcs = s->pcs;
-  return s->n;
+  int n = 0;
+  for (const FrameNode* node = s->leaf; node != nullptr && n < s->n; node = node->parent) {
+    pcs[n++] = node->pc;
+  }
+  return n;
 }
 
 StackStats* StackTable::MapStatsChunk(uint32_t id, uint32_t copy) {
@@ -191,11 +295,13 @@ void StackTable::ResetStats() {
 
 void StackTable::LockAll() {
   for (Shard& s : shards_) s.lock.Lock();
+  tree_lock_.Lock();
   arena_lock_.Lock();
 }
 
 void StackTable::UnlockAll() {
   arena_lock_.Unlock();
+  tree_lock_.Unlock();
   for (Shard& s : shards_) s.lock.Unlock();
 }
 

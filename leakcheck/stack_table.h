@@ -1,8 +1,12 @@
 // StackTable: allocation stacks, hash-consed: each distinct stack is stored once and named by a
-// small id, so a live allocation costs an id, not its frames. Memory comes from mmap, never
-// from the malloc being tracked, and is never given back (ids and frames stay valid for the
-// process's life). Thread-safe: a stack already known is found without a lock; a new one is
-// added under its shard's spin lock (sharded by hash).
+// small id, so a live allocation costs an id, not its frames. A stack's frames are a path in a
+// tree of frames from the outermost in (each node a frame and its caller's node), so stacks that
+// share their outer frames share their nodes: a cmake configure's 33,841 stacks hold 951,716
+// frames, 102,670 nodes (7.6 MB as arrays, 1.6 MB as nodes). Memory comes from mmap, never from
+// the malloc being tracked, and is never given back (ids and frames stay valid for the process's
+// life). Thread-safe: a stack already known is found without a lock (its hash, then its frames
+// compared along its path from the innermost); a new one is added under its shard's spin lock
+// (sharded by hash), its nodes under the tree's.
 #ifndef STACKWALK_LEAKCHECK_STACK_TABLE_H_
 #define STACKWALK_LEAKCHECK_STACK_TABLE_H_
 
@@ -25,8 +29,9 @@ class StackTable {
   // given, says whether this call added it (the first time the process captured it).
   uint32_t Intern(void* const* pcs, int n, bool* added = nullptr);
 
-  // The frames of a stack id (valid for the process's life). Returns the count.
-  int Frames(uint32_t id, void* const** pcs) const;
+  // The frames of a stack id, innermost first, into `pcs` (room for kMaxFrames). Returns the
+  // count: 0 for kNoStack or an id not handed out.
+  int Frames(uint32_t id, void** pcs) const;
 
   // Each stack's statistics (stack_stats.h) are kept in kStatsCopies copies, readers summing
   // them (Totals). Copy 0 is shared: updated by atomic read-modify-writes. Each other copy is
@@ -64,18 +69,26 @@ class StackTable {
   void ResetStats();
 
   uint32_t size() const { return next_id_.load(std::memory_order_acquire) - 1; }
+  // The frame nodes the stacks' paths are made of (shared outer frames counted once).
+  uint32_t frame_nodes() const { return frame_count_.load(std::memory_order_relaxed); }
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
   void LockAll();    // around fork()
   void UnlockAll();
 
  private:
+  // A frame in the tree of stacks: its PC and its caller's node (null for an outermost frame).
+  // Written once, before any stack whose path runs through it is published.
+  struct FrameNode {
+    void* pc;
+    const FrameNode* parent;
+  };
   struct Stack {
     uint64_t hash;
-    Stack* next;     // in its hash bucket
+    Stack* next;              // in its hash bucket
+    const FrameNode* leaf;    // its innermost frame's node (null for an empty stack)
     uint32_t id;
-    int n;
-    void* pcs[];     // n entries
+    int n;                    // its frames: the leaf's depth
   };
   static constexpr int kShards = 64;
   static constexpr int kBuckets = 4096;  // per shard
@@ -87,7 +100,8 @@ class StackTable {
     Stack** slots = ids_[id / kIdChunk].load(std::memory_order_acquire);
     return slots != nullptr ? __atomic_load_n(&slots[id % kIdChunk], __ATOMIC_ACQUIRE) : nullptr;
   }
-  // The record region's reader reads the nodes as record::StackNode (record_format.h).
+  // The record region's reader reads the stacks as record::StackNode and their frames as
+  // record::FrameNode (record_format.h).
   static_assert(kMaxFrames == record::kMaxStackFrames &&
                     static_cast<uint32_t>(kIdChunk) == record::kStackIdChunk &&
                     static_cast<uint32_t>(kIdChunks) == record::kStackIdChunks,
@@ -96,6 +110,17 @@ class StackTable {
   // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
   // are published complete, so lookups need no lock.
   static uint32_t FindIn(const Stack* first, uint64_t hash, void* const* pcs, int n);
+  // The path from pcs[n - 1] (outermost) in to pcs[0], its missing nodes added; its leaf, or null
+  // if out of memory. Caller holds tree_lock_.
+  const FrameNode* AddPath(void* const* pcs, int n);
+  // The node of `pc` called from `parent`'s frame, added if new; null if out of memory.
+  const FrameNode* ChildOf(const FrameNode* parent, void* pc);
+  FrameNode* FrameAt(uint32_t index) const {
+    return &frame_chunks_[index / kFrameChunk][index % kFrameChunk];
+  }
+  // Room in the child index for one more node (doubled at three quarters full); false if out
+  // of memory.
+  bool ChildIndexRoom();
   // Intern for a stack not found without the lock: adds it under its shard's lock unless another
   // thread just did. Out of line, so that finding a known stack saves no registers for it.
   __attribute__((noinline)) uint32_t Add(void* const* pcs, int n, uint64_t hash, bool* added);
@@ -127,6 +152,19 @@ class StackTable {
   std::atomic<StackStats*> stats_[kStatsCopies][kIdChunks] = {};
   std::atomic<uint32_t> stats_owners_[kStatsCopies] = {};  // a serial, or 0; [0] unused
   std::atomic<uint32_t> next_id_{1};
+
+  // The tree of frames, under tree_lock_: its nodes, by index (1, 2, ...; 0 is none), in chunks
+  // of the record region (the reader follows the parent pointers after the program), and the
+  // index that finds a node by (parent, pc) when a stack is added (open addressing, node indices;
+  // the program's own memory: nothing reads it but an add).
+  static constexpr uint32_t kFrameChunk = 65536;  // 1 MiB of nodes
+  static constexpr uint32_t kFrameChunks = 1024;  // up to 64M nodes
+  SpinLock tree_lock_;
+  FrameNode* frame_chunks_[kFrameChunks] = {};
+  std::atomic<uint32_t> frame_count_{0};  // nodes made, the last's index (written under the lock)
+  uint32_t* child_slots_ = nullptr;
+  uint32_t child_capacity_ = 0;  // a power of two
+
   SpinLock arena_lock_;
   char* arena_ = nullptr;
   size_t arena_left_ = 0;

@@ -86,8 +86,8 @@ std::vector<DumpStack> AsVectors(const StackTable& table, const std::vector<Adde
   ModuleIndexer indexer(nullptr);
   std::vector<DumpStack> out;
   for (const Added& a : added) {
-    void* const* pcs = nullptr;
-    const int n = table.Frames(a.id, &pcs);
+    void* pcs[StackTable::kMaxFrames];
+    const int n = table.Frames(a.id, pcs);
     DumpStack s;
     s.id = a.id;
     s.earliest = a.earliest;

@@ -185,13 +185,50 @@ TEST(StackTable, InternsEachDistinctStackOnce) {
   EXPECT_EQ(stacks->size(), 3u);
   EXPECT_GT(stacks->bytes(), 0u);
 
-  void* const* pcs = nullptr;
-  ASSERT_EQ(stacks->Frames(id_b, &pcs), 3);
+  void* pcs[StackTable::kMaxFrames];
+  ASSERT_EQ(stacks->Frames(id_b, pcs), 3);
   EXPECT_EQ(pcs[2], b[2]);
-  ASSERT_EQ(stacks->Frames(id_prefix, &pcs), 2);
+  ASSERT_EQ(stacks->Frames(id_prefix, pcs), 2);
   EXPECT_EQ(pcs[1], a[1]);
-  EXPECT_EQ(stacks->Frames(StackTable::kNoStack, &pcs), 0);
-  EXPECT_EQ(stacks->Frames(12345, &pcs), 0);  // never handed out
+  EXPECT_EQ(stacks->Frames(StackTable::kNoStack, pcs), 0);
+  EXPECT_EQ(stacks->Frames(12345, pcs), 0);  // never handed out
+}
+
+// A stack's frames are a path of nodes from the outermost frame in: stacks that share their outer
+// frames share those nodes (a stack that is another's outer part adds none), and each stack's
+// frames read back whole and in order.
+TEST(StackTable, StacksSharingTheirOuterFramesShareTheirNodes) {
+  auto stacks = std::make_unique<StackTable>();
+  constexpr int kDepth = 32;
+  constexpr int kInner = 100;
+  std::vector<void*> frames(kDepth);
+  for (int i = 0; i < kDepth; ++i) frames[i] = reinterpret_cast<void*>(uintptr_t{0x400000} + 16 * i);
+  std::vector<uint32_t> ids;
+  for (int k = 0; k < kInner; ++k) {
+    frames[0] = reinterpret_cast<void*>(uintptr_t{0x500000} + k);  // a different innermost frame
+    ids.push_back(stacks->Intern(frames.data(), kDepth));
+    ASSERT_NE(ids.back(), StackTable::kNoStack);
+  }
+  EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(kDepth - 1 + kInner));
+  const uint32_t outer = stacks->Intern(frames.data() + 1, kDepth - 1);  // their shared part
+  ASSERT_NE(outer, StackTable::kNoStack);
+  EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(kDepth - 1 + kInner));
+  EXPECT_EQ(stacks->size(), static_cast<uint32_t>(kInner + 1));
+
+  void* pcs[StackTable::kMaxFrames];
+  for (int k = 0; k < kInner; ++k) {
+    frames[0] = reinterpret_cast<void*>(uintptr_t{0x500000} + k);
+    ASSERT_EQ(stacks->Frames(ids[k], pcs), kDepth);
+    EXPECT_TRUE(std::equal(pcs, pcs + kDepth, frames.begin())) << "stack " << k;
+    EXPECT_EQ(stacks->Intern(frames.data(), kDepth), ids[k]);
+  }
+  ASSERT_EQ(stacks->Frames(outer, pcs), kDepth - 1);
+  EXPECT_TRUE(std::equal(pcs, pcs + kDepth - 1, frames.begin() + 1));
+  // A stack differing from a known one in its outermost frame only is another path.
+  frames[kDepth - 1] = reinterpret_cast<void*>(uintptr_t{0x600000});
+  const uint32_t other_root = stacks->Intern(frames.data(), kDepth);
+  EXPECT_NE(other_root, ids.back());
+  EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(kDepth - 1 + kInner + kDepth));
 }
 
 TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
@@ -199,14 +236,14 @@ TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
   std::vector<void*> deep(StackTable::kMaxFrames + 10);
   for (size_t i = 0; i < deep.size(); ++i) deep[i] = reinterpret_cast<void*>(0x400000 + i * 4);
   const uint32_t id = stacks->Intern(deep.data(), static_cast<int>(deep.size()));
-  void* const* pcs = nullptr;
-  ASSERT_EQ(stacks->Frames(id, &pcs), StackTable::kMaxFrames);
+  void* pcs[StackTable::kMaxFrames];
+  ASSERT_EQ(stacks->Frames(id, pcs), StackTable::kMaxFrames);
   // The same first kMaxFrames frames are the same stack.
   EXPECT_EQ(stacks->Intern(deep.data(), StackTable::kMaxFrames), id);
   const uint32_t empty = stacks->Intern(nullptr, 0);
   EXPECT_NE(empty, StackTable::kNoStack);
   EXPECT_EQ(stacks->Intern(deep.data(), -3), empty);
-  EXPECT_EQ(stacks->Frames(empty, &pcs), 0);
+  EXPECT_EQ(stacks->Frames(empty, pcs), 0);
 }
 
 // Two different stacks with the same 64-bit hash (made by solving the hash's first step: frame 1
@@ -233,10 +270,10 @@ TEST(StackTable, StacksWhoseHashesCollideAreKeptApart) {
   EXPECT_EQ(stacks->Intern(x, 5), id_x);
   EXPECT_EQ(stacks->Intern(y, 5), id_y);
   EXPECT_EQ(stacks->size(), 2u);
-  void* const* pcs = nullptr;
-  ASSERT_EQ(stacks->Frames(id_y, &pcs), 5);
+  void* pcs[StackTable::kMaxFrames];
+  ASSERT_EQ(stacks->Frames(id_y, pcs), 5);
   EXPECT_TRUE(std::equal(pcs, pcs + 5, y));
-  ASSERT_EQ(stacks->Frames(id_x, &pcs), 5);
+  ASSERT_EQ(stacks->Frames(id_x, pcs), 5);
   EXPECT_TRUE(std::equal(pcs, pcs + 5, x));
 }
 
@@ -282,8 +319,8 @@ TEST(StackTable, ManyStacksFromManyThreadsGetDistinctIds) {
   for (int s = 0; s < kStacks; ++s) {
     for (int t = 1; t < kThreads; ++t) ASSERT_EQ(ids[t][s], ids[0][s]) << s;
     distinct.insert(ids[0][s]);
-    void* const* pcs = nullptr;
-    ASSERT_EQ(stacks->Frames(ids[0][s], &pcs), 2);
+    void* pcs[StackTable::kMaxFrames];
+    ASSERT_EQ(stacks->Frames(ids[0][s], pcs), 2);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(pcs[0]), uintptr_t{0x1000} + s);
   }
   EXPECT_EQ(distinct.size(), static_cast<size_t>(kStacks));

@@ -10,10 +10,8 @@ TableStacks::TableStacks(const StackTable& table, const std::atomic<ClosedModule
 }
 
 void TableStacks::Add(uint32_t id, uint64_t earliest, uint64_t dated_by) {
-  void* const* pcs = nullptr;
-  int n = table_.Frames(id, &pcs);
-  if (pcs == nullptr || n < 0) n = 0;
-  if (n > StackTable::kMaxFrames) n = StackTable::kMaxFrames;
+  void* pcs[StackTable::kMaxFrames];
+  const int n = table_.Frames(id, pcs);
   const int first = FirstProgramFrame(pcs, n);
   for (int i = first; i < n; ++i) modules_.Resolve(reinterpret_cast<uintptr_t>(pcs[i]), dated_by);
   stacks_.push_back({id, static_cast<uint8_t>(first), static_cast<uint8_t>(n), earliest, dated_by});
@@ -26,8 +24,8 @@ DumpStackSource::Head TableStacks::HeadOf(size_t i) const {
 
 const DumpFrame* TableStacks::Frames(size_t i, std::vector<DumpFrame>* scratch) {
   const Listed& s = stacks_[i];
-  void* const* pcs = nullptr;
-  table_.Frames(s.id, &pcs);  // the same frames as when added: a stack's never change
+  void* pcs[StackTable::kMaxFrames];
+  table_.Frames(s.id, pcs);  // the same frames as when added: a stack's never change
   scratch->resize(static_cast<size_t>(s.end - s.first));
   DumpFrame* to = scratch->data();
   for (int f = s.first; f < s.end; ++f) {

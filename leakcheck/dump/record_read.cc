@@ -42,9 +42,9 @@ struct Piece {
 };
 
 // The program's pointers into its stack nodes, followed into the region.
-class NodeMap {
+class PieceMap {
  public:
-  explicit NodeMap(std::vector<Piece> nodes) : nodes_(std::move(nodes)) {
+  explicit PieceMap(std::vector<Piece> nodes) : nodes_(std::move(nodes)) {
     std::sort(nodes_.begin(), nodes_.end(),
               [](const Piece& a, const Piece& b) { return a.address < b.address; });
   }
@@ -111,10 +111,12 @@ std::vector<DumpModule> ReadModules(const Bytes& bytes, const std::vector<Piece>
   return {};
 }
 
-// id -> the stack's PCs, from the id chunks through the program's pointers to its nodes.
+// id -> the stack's PCs, from the id chunks through the program's pointers to its node, then
+// from its leaf frame through the parents' pointers.
 std::map<uint32_t, std::vector<uint64_t>> ReadStacks(const Bytes& bytes,
                                                      const std::vector<Piece>& chunks,
-                                                     const NodeMap& nodes, RecordReading* out) {
+                                                     const PieceMap& nodes, const PieceMap& frames,
+                                                     RecordReading* out) {
   std::map<uint32_t, std::vector<uint64_t>> stacks;
   uint64_t bad = 0;
   for (const Piece& chunk : chunks) {
@@ -131,17 +133,22 @@ std::map<uint32_t, std::vector<uint64_t>> ReadStacks(const Bytes& bytes,
       uint64_t at = 0;
       rec::StackNode node;
       if (!nodes.Find(pointer, sizeof(node), &at) || !bytes.Read(at, &node) || node.id != id ||
-          node.n < 0 || node.n > rec::kMaxStackFrames ||
-          !nodes.Find(pointer, sizeof(node) + sizeof(uintptr_t) * static_cast<uint64_t>(node.n),
-                      &at)) {
+          node.n < 0 || node.n > rec::kMaxStackFrames) {
         ++bad;
         continue;
       }
+      // n frames along the parents (a loop of corrupt pointers ends at n).
       std::vector<uint64_t> pcs;
-      for (int32_t k = 0; k < node.n; ++k) {
-        uintptr_t pc = 0;
-        bytes.Read(at + sizeof(node) + sizeof(uintptr_t) * static_cast<uint64_t>(k), &pc);
-        pcs.push_back(pc);
+      uintptr_t frame = node.leaf;
+      rec::FrameNode f;
+      while (static_cast<int32_t>(pcs.size()) < node.n && frames.Find(frame, sizeof(f), &at) &&
+             bytes.Read(at, &f)) {
+        pcs.push_back(f.pc);
+        frame = f.parent;
+      }
+      if (static_cast<int32_t>(pcs.size()) != node.n) {
+        ++bad;
+        continue;
       }
       stacks.emplace(id, std::move(pcs));
     }
@@ -232,7 +239,7 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   d.summary.untracked = {header.untracked_refused, header.untracked_no_memory,
                          header.untracked_bytes};
 
-  std::vector<Piece> slots, node_pieces, id_chunks, module_lists, thread_chunks;
+  std::vector<Piece> slots, node_pieces, frame_pieces, id_chunks, module_lists, thread_chunks;
   uint64_t bad_rows = 0;
   const uint64_t rows = std::min<uint64_t>({header.extent_high, header.extent_capacity,
                                             rec::kExtentCapacity});
@@ -252,6 +259,7 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
     switch (row.kind) {
       case rec::kAllocationSlots: slots.push_back(p); break;
       case rec::kStackNodes: node_pieces.push_back(p); break;
+      case rec::kStackFrames: frame_pieces.push_back(p); break;
       case rec::kStackIds: id_chunks.push_back(p); break;
       case rec::kModules: module_lists.push_back(p); break;
       case rec::kThreads: thread_chunks.push_back(p); break;
@@ -269,11 +277,13 @@ RecordReading ReadRecord(const uint8_t* region, size_t size, const std::string& 
   }
   for (const Piece& p : slots) d.summary.table_bytes += p.bytes;
   for (const Piece& p : node_pieces) d.summary.stack_bytes += p.bytes;
+  for (const Piece& p : frame_pieces) d.summary.stack_bytes += p.bytes;
   for (const Piece& p : id_chunks) d.summary.stack_bytes += p.bytes;
 
   const std::vector<DumpModule> modules = ReadModules(bytes, module_lists, &out);
   const std::map<uint32_t, std::vector<uint64_t>> stacks =
-      ReadStacks(bytes, id_chunks, NodeMap(std::move(node_pieces)), &out);
+      ReadStacks(bytes, id_chunks, PieceMap(std::move(node_pieces)),
+                 PieceMap(std::move(frame_pieces)), &out);
   const std::map<uint64_t, DumpBlock> blocks = ReadBlocks(bytes, slots);
 
   // The stacks the blocks name, each with its earliest block; a block whose stack is not in the

@@ -105,8 +105,8 @@ class LoaderStacks {
   bool FromLoader(uint32_t id) {
     if (id == StackTable::kNoStack || id >= count_) return false;
     if (known_[id] == 0) {
-      void* const* pcs = nullptr;
-      const int n = stacks_.Frames(id, &pcs);
+      void* pcs[StackTable::kMaxFrames];
+      const int n = stacks_.Frames(id, pcs);
       int first = 0;
       while (first < n && self_.Contains(reinterpret_cast<uintptr_t>(pcs[first]))) ++first;
       known_[id] = first < n && loader_.Contains(reinterpret_cast<uintptr_t>(pcs[first])) ? 2 : 1;
