@@ -174,6 +174,41 @@ TEST(LeakDump, TheLeakReportIsTheSameWithOrWithoutTheProfileSections) {
   }
 }
 
+// What the launcher reads of a dump to render its leak report: the stacks of no live block and
+// the stack statistics are passed over, every other section kept, and the report is the same;
+// a corrupt dump read so fails as a whole read does.
+TEST(LeakDump, ReadForItsLeakReportADumpKeepsWhatTheReportShows) {
+  const std::string bytes = EncodeDump(Sample());
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const DecodedDumps whole = DecodeDumps(data, bytes.size());
+  const DecodedDumps leaks = DecodeDumps(data, bytes.size(), DecodeScope::kLeakReport);
+  ASSERT_EQ(whole.error, "");
+  ASSERT_EQ(leaks.error, "");
+  ASSERT_EQ(leaks.dumps.size(), 1u);
+  const DumpContents& d = leaks.dumps[0];
+  ASSERT_EQ(d.stacks.size(), 3u);  // stack 13 has no live block
+  for (const DumpStack& s : d.stacks) EXPECT_NE(s.id, 13u);
+  EXPECT_EQ(d.stacks[1].frames.size(), 2u);
+  EXPECT_EQ(d.stacks[1].frames[1].offset, 0xdeadbeefu);
+  EXPECT_FALSE(d.has_stack_stats);
+  EXPECT_TRUE(d.stack_stats.empty());
+  EXPECT_EQ(d.blocks.size(), 4u);
+  EXPECT_EQ(d.thread_totals.size(), 3u);
+  EXPECT_EQ(d.timeline.size(), whole.dumps[0].timeline.size());
+  for (bool json : {false, true}) {
+    RenderRequest request;
+    request.json = json;
+    EXPECT_EQ(RenderDumpReport(d, request, {}), RenderDumpReport(whole.dumps[0], request, {}));
+  }
+  // Cut inside the stack it passes over: the same error as the whole read's.
+  for (size_t cut = 0; cut < bytes.size(); cut += 7) {
+    const DecodedDumps a = DecodeDumps(data, cut);
+    const DecodedDumps b = DecodeDumps(data, cut, DecodeScope::kLeakReport);
+    EXPECT_EQ(a.error, b.error) << "cut at " << cut;
+    EXPECT_EQ(a.dumps.size(), b.dumps.size()) << "cut at " << cut;
+  }
+}
+
 TEST(LeakDump, ViewsOfTheSample) {
   const DumpContents c = Sample();
   DumpNamer namer(c, {});

@@ -90,9 +90,10 @@ class DumpRenderer {
   // After the last byte: what is left is a cut dump (a process killed while writing it) or no dump.
   void Finish() {
     if (pending_.empty()) return;
-    const dump::DecodedDumps decoded = dump::DecodeDumps(
-        reinterpret_cast<const uint8_t*>(pending_.data()), pending_.size());
-    for (const auto& d : decoded.dumps) Render(d, std::string());
+    const dump::DecodedDumps decoded =
+        dump::DecodeDumps(reinterpret_cast<const uint8_t*>(pending_.data()), pending_.size(),
+                          dump::DecodeScope::kLeakReport);
+    for (const auto& d : decoded.dumps) Render(d);
     std::fprintf(stderr, "stackwalk-leakcheck: the program's last dump is unreadable: %s%s\n",
                  decoded.error.empty() ? "trailing bytes" : decoded.error.c_str(),
                  decoded.dumps.empty() ? "" : " (what could be read is reported)");
@@ -106,7 +107,10 @@ class DumpRenderer {
                        std::min(pending_.size(), sizeof(dump::kMagic))) == 0;
   }
   // A dump the launcher made itself (from the record region): rendered, and kept with --dump.
-  void RenderMade(const dump::DumpContents& d) { Render(d, dump::EncodeDump(d)); }
+  void RenderMade(const dump::DumpContents& d) {
+    if (settings_.options.dump[0] != '\0') Keep(d, dump::EncodeDump(d));
+    Render(d);
+  }
   bool program_reported_at_exit() const { return program_reported_at_exit_; }
   // What the program's report at exit found (the --exitcode decision's figures).
   uint64_t program_leaked() const { return program_leaked_; }
@@ -140,9 +144,14 @@ class DumpRenderer {
         one = pending_.substr(0, length);
         pending_.erase(0, length);
       }
-      const dump::DecodedDumps decoded =
-          dump::DecodeDumps(reinterpret_cast<const uint8_t*>(one.data()), one.size());
-      for (const auto& d : decoded.dumps) Render(d, one);
+      // The launcher renders leak reports only: the profile's stacks and figures stay in the
+      // raw dump (kept with --dump), which is let go before the frames are named.
+      dump::DecodedDumps decoded =
+          dump::DecodeDumps(reinterpret_cast<const uint8_t*>(one.data()), one.size(),
+                            dump::DecodeScope::kLeakReport);
+      for (const auto& d : decoded.dumps) Keep(d, one);
+      std::string().swap(one);
+      for (const auto& d : decoded.dumps) Render(d);
       if (!decoded.error.empty()) {
         std::fprintf(stderr, "stackwalk-leakcheck: a dump of the program is unreadable: %s\n",
                      decoded.error.c_str());
@@ -172,10 +181,14 @@ class DumpRenderer {
     return now;
   }
 
-  void Render(const dump::DumpContents& d, const std::string& raw) {
+  // With --dump, the raw dump `d` was read from goes to its process's dump file.
+  void Keep(const dump::DumpContents& d, const std::string& raw) {
     if (settings_.options.dump[0] != '\0' && !raw.empty()) {
       Deliver(WithPid(settings_.options.dump, d.process.pid), raw, "the dump");
     }
+  }
+
+  void Render(const dump::DumpContents& d) {
     // A snapshot is no leak report: kept in the dump file only, never rendered to the user.
     if (d.process.snapshot) {
       if (settings_.options.dump[0] == '\0' && !snapshot_dropped_) {

@@ -339,8 +339,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stackwalk-report: cannot read %s: %s\n", path, why.c_str());
     return 1;
   }
+  // The leaks view reads what a leak report shows (the html page shows the profile's views too).
+  const auto scope = view == ViewKind::kLeaks && format != "html"
+                         ? stackwalk::leakcheck::dump::DecodeScope::kLeakReport
+                         : stackwalk::leakcheck::dump::DecodeScope::kEverything;
   const DecodedDumps decoded = stackwalk::leakcheck::dump::DecodeDumps(
-      reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), scope);
+  std::string().swap(bytes);  // decoded: the raw bytes are not needed to name and render
   if (format == "text" || format == "json") request.json = format == "json";
   std::string text;
   bool view_failed = false;

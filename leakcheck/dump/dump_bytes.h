@@ -74,6 +74,13 @@ class ByteSource {
     return true;
   }
 
+  // Passes over n bytes (false, the source stopped, if there are not so many).
+  bool Skip(uint64_t n) {
+    if (!Have(n)) return false;
+    at_ += n;
+    return true;
+  }
+
   bool failed() const { return failed_; }
   // The offset in the dump where reading stopped: the first byte that was missing.
   uint64_t failed_at() const { return failed_at_; }

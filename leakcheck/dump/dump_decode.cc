@@ -109,16 +109,21 @@ void ReadModules(ByteSource& in, DumpContents& c) {
   }
 }
 
-void ReadStacks(ByteSource& in, DumpContents& c) {
+// `live_only`: a stack of no live block is read past (DecodeScope::kLeakReport).
+void ReadStacks(ByteSource& in, DumpContents& c, bool live_only) {
   const uint32_t n = in.U32();
   if (!in.CanHold(n, 4 + 8 + 4)) return;
-  c.stacks.reserve(c.stacks.size() + n);  // bounded by the bytes left (CanHold)
+  if (!live_only) c.stacks.reserve(c.stacks.size() + n);  // bounded by the bytes left (CanHold)
   for (uint32_t i = 0; i < n; ++i) {
     DumpStack s;
     s.id = in.U32();
     s.earliest = in.U64();
     const uint32_t frames = in.U32();
     if (!in.CanHold(frames, 12)) return;
+    if (live_only && s.earliest == UINT64_MAX) {
+      if (!in.Skip(uint64_t{frames} * 12)) return;
+      continue;
+    }
     s.frames.resize(frames);
     for (DumpFrame& f : s.frames) {
       f.module = in.U32();
@@ -287,12 +292,13 @@ std::string CheckReferences(DumpContents& c) {
 // The sections of one dump at data[at, size) into out->dumps.back(), once its header is read.
 // Returns the offset of the next dump, or 0 after an error (out->error set).
 uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t header_bytes,
-                        uint64_t dump_bytes, DecodedDumps* out);
+                        uint64_t dump_bytes, DecodeScope scope, DecodedDumps* out);
 
 // One dump at data[at, size): appended to out->dumps once its header is read, its references
 // checked whatever else went wrong (the stages index by them). Returns the offset of the next
 // dump, or 0 after an error (out->error set).
-uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* out) {
+uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodeScope scope,
+                   DecodedDumps* out) {
   const uint64_t left = size - at;
   const std::string where = "the dump at byte " + std::to_string(at);
   if (left < sizeof(kMagic) || std::memcmp(data + at, kMagic, sizeof(kMagic)) != 0) {
@@ -326,7 +332,7 @@ uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* 
   DumpContents& c = out->dumps.back();
   c.major = major;
   c.minor = minor;
-  uint64_t next = DecodeSections(data, size, at, header_bytes, dump_bytes, out);
+  uint64_t next = DecodeSections(data, size, at, header_bytes, dump_bytes, scope, out);
   if (const std::string bad = CheckReferences(c); !bad.empty() && out->error.empty()) {
     out->error = where + ": " + bad;
     next = 0;
@@ -335,7 +341,8 @@ uint64_t DecodeOne(const uint8_t* data, size_t size, uint64_t at, DecodedDumps* 
 }
 
 uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t header_bytes,
-                        uint64_t dump_bytes, DecodedDumps* out) {
+                        uint64_t dump_bytes, DecodeScope scope, DecodedDumps* out) {
+  const bool leak_report = scope == DecodeScope::kLeakReport;
   DumpContents& c = out->dumps.back();
   const uint64_t left = size - at;
   const std::string where = "the dump at byte " + std::to_string(at);
@@ -392,7 +399,7 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
       case kSummary: ReadSummary(in, c); break;
       case kRendering: ReadRendering(in, c); break;
       case kModules: ReadModules(in, c); break;
-      case kStacks: ReadStacks(in, c); break;
+      case kStacks: ReadStacks(in, c, leak_report); break;
       case kBlocks: ReadBlocks(in, c); break;
       case kLeakEdges: ReadEdges(in, c); break;
       case kThreads: ReadThreads(in, c); break;
@@ -408,7 +415,9 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
         c.sample_bytes = mean;
         break;
       }
-      case kStackStats: ReadStackStats(in, c); break;
+      case kStackStats:
+        if (!leak_report) ReadStackStats(in, c);
+        break;
       case kThreadTotals: ReadThreadTotals(in, c); break;
       case kTimeline: ReadTimeline(in, c); break;
       default: break;  // a later writer's section: skipped
@@ -425,14 +434,14 @@ uint64_t DecodeSections(const uint8_t* data, size_t size, uint64_t at, uint32_t 
 
 }  // namespace
 
-DecodedDumps DecodeDumps(const uint8_t* data, size_t size) {
+DecodedDumps DecodeDumps(const uint8_t* data, size_t size, DecodeScope scope) {
   DecodedDumps out;
   if (size == 0) {
     out.error = "empty file: not a leak dump";
     return out;
   }
   for (uint64_t at = 0; at < size;) {
-    const uint64_t next = DecodeOne(data, size, at, &out);
+    const uint64_t next = DecodeOne(data, size, at, scope, &out);
     if (next == 0) break;
     if (next <= at) {  // cannot happen for a dump read whole; never loop on one that could
       if (out.error.empty()) out.error = "the dump at byte " + std::to_string(at) + " has a corrupt length";

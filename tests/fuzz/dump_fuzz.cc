@@ -12,6 +12,7 @@
 namespace {
 
 using stackwalk::leakcheck::dump::DecodeDumps;
+using stackwalk::leakcheck::dump::DecodeScope;
 using stackwalk::leakcheck::dump::DecodedDumps;
 using stackwalk::leakcheck::dump::DumpContents;
 using stackwalk::leakcheck::dump::EncodeDump;
@@ -49,6 +50,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           r.stack_stats.size() == dump.stack_stats.size() &&
           r.thread_totals.size() == dump.thread_totals.size() &&
           r.timeline.size() == dump.timeline.size() && r.process.snapshot == dump.process.snapshot);
+  }
+  // The launcher's read (the leak report's sections): bytes the whole read takes without an
+  // error it takes too, as many dumps; every reference in what it keeps checked.
+  const DecodedDumps leaks = DecodeDumps(data, size, DecodeScope::kLeakReport);
+  Check(!decoded.error.empty() ||
+        (leaks.error.empty() && leaks.dumps.size() == decoded.dumps.size()));
+  for (const DumpContents& dump : leaks.dumps) {
+    CheckReferences(dump);
+    Check(dump.stack_stats.empty());
   }
   return 0;
 }
