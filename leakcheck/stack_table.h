@@ -113,7 +113,8 @@ class StackTable {
   // The path from pcs[n - 1] (outermost) in to pcs[0], its missing nodes added; its leaf, or null
   // if out of memory. Caller holds tree_lock_.
   const FrameNode* AddPath(void* const* pcs, int n);
-  // The node of `pc` called from `parent`'s frame, added if new; null if out of memory.
+  // The node of `pc` called from `parent`'s frame, added if new; null if out of memory. Caller
+  // holds tree_lock_.
   const FrameNode* ChildOf(const FrameNode* parent, void* pc);
   FrameNode* FrameAt(uint32_t index) const {
     return &frame_chunks_[index / kFrameChunk][index % kFrameChunk];
@@ -163,7 +164,12 @@ class StackTable {
   FrameNode* frame_chunks_[kFrameChunks] = {};
   std::atomic<uint32_t> frame_count_{0};  // nodes made, the last's index (written under the lock)
   uint32_t* child_slots_ = nullptr;
-  uint32_t child_capacity_ = 0;  // a power of two
+  uint32_t child_capacity_ = 0;  // 2^child_bits_
+  uint32_t child_bits_ = 0;
+  // The stack whose path was added last (AddPath): its frames and its leaf.
+  void* last_pcs_[kMaxFrames] = {};
+  int last_n_ = 0;
+  const FrameNode* last_leaf_ = nullptr;
 
   SpinLock arena_lock_;
   char* arena_ = nullptr;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -202,7 +203,9 @@ TEST(StackTable, StacksSharingTheirOuterFramesShareTheirNodes) {
   constexpr int kDepth = 32;
   constexpr int kInner = 100;
   std::vector<void*> frames(kDepth);
-  for (int i = 0; i < kDepth; ++i) frames[i] = reinterpret_cast<void*>(uintptr_t{0x400000} + 16 * i);
+  for (int i = 0; i < kDepth; ++i) {
+    frames[i] = reinterpret_cast<void*>(uintptr_t{0x400000} + 16 * i);
+  }
   std::vector<uint32_t> ids;
   for (int k = 0; k < kInner; ++k) {
     frames[0] = reinterpret_cast<void*>(uintptr_t{0x500000} + k);  // a different innermost frame
@@ -229,6 +232,48 @@ TEST(StackTable, StacksSharingTheirOuterFramesShareTheirNodes) {
   const uint32_t other_root = stacks->Intern(frames.data(), kDepth);
   EXPECT_NE(other_root, ids.back());
   EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(kDepth - 1 + kInner + kDepth));
+}
+
+// Against an oracle: random stacks over few distinct frames (so that they share outer parts in
+// every way: one the outer part of the next, the next the outer part of the last, none shared)
+// each read back as interned, the same stack the same id, and as many nodes as distinct outer
+// parts (suffixes) among them.
+TEST(StackTable, RandomStacksReadBackAndTheirNodesAreTheirDistinctOuterParts) {
+  auto stacks = std::make_unique<StackTable>();
+  std::mt19937 random(41);
+  std::map<std::vector<void*>, uint32_t> ids;
+  std::set<std::vector<void*>> outer_parts;
+  std::vector<void*> previous;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<void*> pcs;
+    const int kind = static_cast<int>(random() % 4);
+    if (kind == 0 && !previous.empty()) {  // the last one's outer part
+      pcs.assign(previous.begin() + static_cast<long>(random() % previous.size()), previous.end());
+    } else if (kind == 1 && !previous.empty() && previous.size() < StackTable::kMaxFrames) {
+      pcs = previous;  // the last one called deeper
+      pcs.insert(pcs.begin(), reinterpret_cast<void*>(uintptr_t{0x1000} + random() % 5));
+    } else {
+      const int n = 1 + static_cast<int>(random() % 12);
+      for (int i = 0; i < n; ++i) {
+        pcs.push_back(reinterpret_cast<void*>(uintptr_t{0x1000} + random() % 3));
+      }
+    }
+    const uint32_t id = stacks->Intern(pcs.data(), static_cast<int>(pcs.size()));
+    ASSERT_NE(id, StackTable::kNoStack);
+    auto [known, added] = ids.emplace(pcs, id);
+    ASSERT_EQ(known->second, id) << "round " << round;
+    for (size_t i = 0; i < pcs.size(); ++i) {
+      outer_parts.emplace(pcs.begin() + static_cast<long>(i), pcs.end());
+    }
+    previous = pcs;
+  }
+  EXPECT_EQ(stacks->size(), ids.size());
+  EXPECT_EQ(stacks->frame_nodes(), outer_parts.size());
+  void* pcs[StackTable::kMaxFrames];
+  for (const auto& [want, id] : ids) {
+    ASSERT_EQ(stacks->Frames(id, pcs), static_cast<int>(want.size()));
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), pcs)) << "stack " << id;
+  }
 }
 
 TEST(StackTable, KeepsAtMostMaxFramesAndTakesAnEmptyStack) {
