@@ -4,6 +4,8 @@
 #include "leakcheck/stack_hash.h"
 #include "leakcheck/scan/own_mappings.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -47,7 +49,7 @@ template <class Node>
 }  // namespace
 
 uint32_t StackTable::FindIn(const Stack* s, uint64_t hash, void* const* pcs, int n) {
-  for (; s != nullptr; s = s->next) {
+  for (; s != nullptr; s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE)) {
     if (s->hash == hash && s->n == n && SamePath(s->leaf, pcs, n)) return s->id;
   }
   return kNoStack;
@@ -185,37 +187,52 @@ uint32_t StackTable::Intern(void* const* pcs, int n, bool* added) {
   if (n < 0) n = 0;
   const uint64_t hash = StackHash(pcs, n);
   // Known stacks (nearly every call) are found without the lock.
-  if (Stack** buckets = buckets_.load(std::memory_order_acquire)) {
-    Stack** bucket = &buckets[BucketOf(hash)];
-    if (uint32_t id = FindIn(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash, pcs, n)) return id;
+  if (const Buckets* buckets = buckets_.load(std::memory_order_acquire)) {
+    const Stack* first = __atomic_load_n(&buckets->heads[hash & buckets->mask], __ATOMIC_ACQUIRE);
+    if (uint32_t id = FindIn(first, hash, pcs, n)) return id;
   }
   return Add(pcs, n, hash, added);
 }
 
-StackTable::Stack** StackTable::MapBuckets() {
-  Stack** buckets = buckets_.load(std::memory_order_acquire);
-  if (buckets != nullptr) return buckets;
-  constexpr size_t kBucketBytes = sizeof(Stack*) * kShards * kBuckets;
-  Stack** fresh = static_cast<Stack**>(OwnMap(kBucketBytes));  // zeroed
-  if (fresh == nullptr) return nullptr;
-  if (buckets_.compare_exchange_strong(buckets, fresh, std::memory_order_acq_rel)) {
-    bytes_.fetch_add(kBucketBytes, std::memory_order_relaxed);
-    return fresh;
+bool StackTable::GrowBuckets() {
+  Buckets* old = buckets_.load(std::memory_order_relaxed);
+  const uint64_t count = old == nullptr ? 4096 : (old->mask + 1) * 2;
+  auto* grown = static_cast<Buckets*>(OwnMap(BucketsBytes(count)));  // zeroed
+  if (grown == nullptr) return false;
+  grown->mask = count - 1;
+  // In id order, each at its bucket's head: every `next` leads to an older stack, as in the
+  // chains it leaves (FindIn's readers may be walking them).
+  const uint32_t end = std::min<uint32_t>(next_id_.load(std::memory_order_acquire),
+                                          static_cast<uint32_t>(kIdChunk) * kIdChunks);
+  for (uint32_t id = 1; id < end; ++id) {
+    Stack* s = StackOf(id);
+    if (s == nullptr) continue;  // an id handed out to a stack that then ran out of memory
+    Stack** head = &grown->heads[s->hash & grown->mask];
+    __atomic_store_n(&s->next, *head, __ATOMIC_RELEASE);
+    *head = s;
   }
-  OwnUnmap(fresh, kBucketBytes);
-  return buckets;  // another thread's, just mapped
+  buckets_.store(grown, std::memory_order_release);
+  bytes_.fetch_add(BucketsBytes(count), std::memory_order_relaxed);
+  if (old != nullptr) {
+    // Kept mapped (a lookup may still be reading it), its pages given back.
+    madvise(old, BucketsBytes(old->mask + 1), MADV_DONTNEED);
+    bytes_.fetch_sub(BucketsBytes(count / 2), std::memory_order_relaxed);
+  }
+  return true;
 }
 
 uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
-  Shard& shard = shards_[hash % kShards];
-  SpinLockHolder hold(shard.lock);
-  Stack** buckets = MapBuckets();
-  if (buckets == nullptr) return kNoStack;
-  Stack** bucket = &buckets[BucketOf(hash)];
+  SpinLockHolder hold(add_lock_);
+  Buckets* buckets = buckets_.load(std::memory_order_relaxed);
+  // So many buckets as stacks at most: chains of one on average.
+  if (buckets == nullptr || size() + 1 > buckets->mask + 1) {
+    if (!GrowBuckets() && buckets == nullptr) return kNoStack;
+    buckets = buckets_.load(std::memory_order_relaxed);
+  }
+  Stack** bucket = &buckets->heads[hash & buckets->mask];
   if (uint32_t id = FindIn(*bucket, hash, pcs, n)) return id;  // added meanwhile
   const FrameNode* leaf = nullptr;
   if (n > 0) {  // an empty stack may come as null
-    SpinLockHolder tree(tree_lock_);
     leaf = AddPath(pcs, n);
     if (leaf == nullptr) return kNoStack;
   }
@@ -328,15 +345,13 @@ void StackTable::ResetStats() {
 }
 
 void StackTable::LockAll() {
-  for (Shard& s : shards_) s.lock.Lock();
-  tree_lock_.Lock();
+  add_lock_.Lock();
   arena_lock_.Lock();
 }
 
 void StackTable::UnlockAll() {
   arena_lock_.Unlock();
-  tree_lock_.Unlock();
-  for (Shard& s : shards_) s.lock.Unlock();
+  add_lock_.Unlock();
 }
 
 }  // namespace stackwalk::leakcheck

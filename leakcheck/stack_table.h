@@ -4,9 +4,11 @@
 // share their outer frames share their nodes: a cmake configure's 33,841 stacks hold 951,716
 // frames, 102,670 nodes (7.6 MB as arrays, 1.6 MB as nodes). Memory comes from mmap, never from
 // the malloc being tracked, and is never given back (ids and frames stay valid for the process's
-// life). Thread-safe: a stack already known is found without a lock (its hash, then its frames
-// compared along its path from the innermost); a new one is added under its shard's spin lock
-// (sharded by hash), its nodes under the tree's.
+// life). Thread-safe: a stack already known is found without a lock (its hash's bucket, then its
+// frames compared along its path from the innermost); a new one is added under one spin lock
+// (new stacks are rare: a cmake configure's 398k allocations made 34k), which also doubles the
+// buckets as the stacks come (so many buckets as stacks at most: 2 MiB from the start were most
+// of a small program's cost).
 #ifndef STACKWALK_LEAKCHECK_STACK_TABLE_H_
 #define STACKWALK_LEAKCHECK_STACK_TABLE_H_
 
@@ -90,8 +92,6 @@ class StackTable {
     uint32_t id;
     int n;                    // its frames: the leaf's depth
   };
-  static constexpr int kShards = 64;
-  static constexpr int kBuckets = 4096;  // per shard
   static constexpr int kIdChunk = 4096;
   static constexpr int kIdChunks = 4096;  // up to 16M distinct stacks
 
@@ -107,14 +107,16 @@ class StackTable {
                     static_cast<uint32_t>(kIdChunks) == record::kStackIdChunks,
                 "the record region's reader reads the stack table");
   void* Allocate(size_t size);  // from mmap'ed chunks; caller holds arena_lock_
-  // The id of the stack in a bucket chain, or kNoStack. Chains only grow at the head and nodes
-  // are published complete, so lookups need no lock.
+  // The id of the stack in a bucket chain, or kNoStack. Nodes are published complete, and every
+  // `next` leads to an older stack (chains grow at the head, a rehash links them in id order), so
+  // a lookup needs no lock and ends even while the buckets are rehashed under it (it may then
+  // miss: Add looks again under the lock).
   static uint32_t FindIn(const Stack* first, uint64_t hash, void* const* pcs, int n);
   // The path from pcs[n - 1] (outermost) in to pcs[0], its missing nodes added; its leaf, or null
-  // if out of memory. Caller holds tree_lock_.
+  // if out of memory. Caller holds add_lock_.
   const FrameNode* AddPath(void* const* pcs, int n);
   // The node of `pc` called from `parent`'s frame, added if new; null if out of memory. Caller
-  // holds tree_lock_.
+  // holds add_lock_.
   const FrameNode* ChildOf(const FrameNode* parent, void* pc);
   FrameNode* FrameAt(uint32_t index) const {
     return &frame_chunks_[index / kFrameChunk][index % kFrameChunk];
@@ -122,26 +124,27 @@ class StackTable {
   // Room in the child index for one more node (doubled at three quarters full); false if out
   // of memory.
   bool ChildIndexRoom();
-  // Intern for a stack not found without the lock: adds it under its shard's lock unless another
-  // thread just did. Out of line, so that finding a known stack saves no registers for it.
+  // Intern for a stack not found without the lock: adds it under the lock unless another thread
+  // just did. Out of line, so that finding a known stack saves no registers for it.
   __attribute__((noinline)) uint32_t Add(void* const* pcs, int n, uint64_t hash, bool* added);
 
-  // A shard's lock, on a cache line of its own.
-  struct alignas(64) Shard {
-    SpinLock lock;
+  // The hash buckets: heads of chains of stacks, mask + 1 of them, in an anonymous mapping of
+  // their own (not in the table, which is in the library's data, where a lookup's read of a
+  // bucket made 64 KiB of the file resident around it).
+  struct Buckets {
+    uint64_t mask;
+    Stack* heads[];
   };
-  Shard shards_[kShards] = {};
-  // Every shard's buckets, kBuckets each (2 MiB), mapped at the first Add: not in the table
-  // itself, which is in the library's data, where a lookup's read of a bucket made 64 KiB of the
-  // file resident around it (fault-around) and 2.3 MB of a `sh -c true` under the checker was
-  // its zeros; of an anonymous mapping only the pages a new stack's bucket is in are.
-  std::atomic<Stack**> buckets_{nullptr};
-  // The bucket of `hash` (in its shard's kBuckets).
-  static size_t BucketOf(uint64_t hash) {
-    return (hash % kShards) * kBuckets + (hash / kShards) % kBuckets;
+  static size_t BucketsBytes(uint64_t count) {
+    return (sizeof(Buckets) + sizeof(Stack*) * count + 4095) & ~size_t{4095};
   }
-  // Maps the buckets, unless another thread just did; null if out of memory.
-  Stack** MapBuckets();
+  // Twice the buckets (4,096 at first), every stack linked into them, then published; the old
+  // ones' pages given back (a lookup still reading them reads zeros: a miss, looked up again
+  // under the lock). False if out of memory. Caller holds add_lock_.
+  bool GrowBuckets();
+
+  SpinLock add_lock_;  // adding a stack: its nodes, its record, its bucket, the buckets' growth
+  std::atomic<Buckets*> buckets_{nullptr};
   std::atomic<Stack**> ids_[kIdChunks] = {};  // id -> stack, in chunks
   // Maps the chunk of copy `copy` that holds stack `id`'s statistics, unless another thread just
   // did; null if out of memory.
@@ -154,13 +157,12 @@ class StackTable {
   std::atomic<uint32_t> stats_owners_[kStatsCopies] = {};  // a serial, or 0; [0] unused
   std::atomic<uint32_t> next_id_{1};
 
-  // The tree of frames, under tree_lock_: its nodes, by index (1, 2, ...; 0 is none), in chunks
+  // The tree of frames, under add_lock_: its nodes, by index (1, 2, ...; 0 is none), in chunks
   // of the record region (the reader follows the parent pointers after the program), and the
   // index that finds a node by (parent, pc) when a stack is added (open addressing, node indices;
   // the program's own memory: nothing reads it but an add).
   static constexpr uint32_t kFrameChunk = 65536;  // 1 MiB of nodes
   static constexpr uint32_t kFrameChunks = 1024;  // up to 64M nodes
-  SpinLock tree_lock_;
   FrameNode* frame_chunks_[kFrameChunks] = {};
   std::atomic<uint32_t> frame_count_{0};  // nodes made, the last's index (written under the lock)
   uint32_t* child_slots_ = nullptr;

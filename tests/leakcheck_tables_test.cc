@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -273,6 +274,51 @@ TEST(StackTable, RandomStacksReadBackAndTheirNodesAreTheirDistinctOuterParts) {
   for (const auto& [want, id] : ids) {
     ASSERT_EQ(stacks->Frames(id, pcs), static_cast<int>(want.size()));
     EXPECT_TRUE(std::equal(want.begin(), want.end(), pcs)) << "stack " << id;
+  }
+}
+
+// The buckets double as stacks come (4,096 at first), relinked while other threads look stacks
+// up without the lock: a known stack keeps its one id throughout, a new one is added once.
+TEST(StackTable, KnownStacksKeepTheirIdsWhileTheBucketsGrow) {
+  auto stacks = std::make_unique<StackTable>();
+  constexpr int kKnown = 64;
+  constexpr int kNew = 40000;  // through four doublings
+  std::vector<std::vector<void*>> known(kKnown);
+  std::vector<uint32_t> known_ids(kKnown);
+  for (int k = 0; k < kKnown; ++k) {
+    known[k] = {reinterpret_cast<void*>(uintptr_t{0x7000} + k), reinterpret_cast<void*>(0x8000)};
+    known_ids[k] = stacks->Intern(known[k].data(), 2);
+    ASSERT_NE(known_ids[k], StackTable::kNoStack);
+  }
+  std::atomic<bool> adding{true};
+  std::atomic<int> wrong{0};
+  std::thread reader([&] {
+    for (int round = 0; adding.load() || round < 10; ++round) {
+      for (int k = 0; k < kKnown; ++k) {
+        bool added = false;
+        if (stacks->Intern(known[k].data(), 2, &added) != known_ids[k] || added) ++wrong;
+      }
+    }
+  });
+  std::vector<uint32_t> new_ids(kNew);
+  for (int i = 0; i < kNew; ++i) {
+    void* pcs[3] = {reinterpret_cast<void*>(uintptr_t{0x100000} + i),
+                    reinterpret_cast<void*>(uintptr_t{0x200000} + i % 7),
+                    reinterpret_cast<void*>(0x8000)};
+    new_ids[i] = stacks->Intern(pcs, 3);
+  }
+  adding = false;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(stacks->size(), static_cast<uint32_t>(kKnown + kNew));
+  for (int i = 0; i < kNew; i += 97) {
+    void* pcs[3] = {reinterpret_cast<void*>(uintptr_t{0x100000} + i),
+                    reinterpret_cast<void*>(uintptr_t{0x200000} + i % 7),
+                    reinterpret_cast<void*>(0x8000)};
+    EXPECT_EQ(stacks->Intern(pcs, 3), new_ids[i]);
+    void* back[StackTable::kMaxFrames];
+    ASSERT_EQ(stacks->Frames(new_ids[i], back), 3);
+    EXPECT_TRUE(std::equal(back, back + 3, pcs));
   }
 }
 
