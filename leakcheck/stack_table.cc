@@ -142,8 +142,14 @@ const StackTable::FrameNode* StackTable::AddPath(void* const* pcs, int n) {
   const int most = n < last_n_ ? n : last_n_;
   while (shared < most && pcs[n - 1 - shared] == last_pcs_[last_n_ - 1 - shared]) ++shared;
   const FrameNode* node = last_leaf_;
-  for (int up = last_n_ - shared; up > 0 && node != nullptr; --up) node = node->parent;
-  if (shared == 0) node = nullptr;
+  int up = last_n_ - shared;
+  for (; up > 0 && node != nullptr; --up) node = node->parent;
+  // A path that ends early (its nodes' chunk lost at a fork: a child whose copy failed starts
+  // with zeroed tables) shares nothing: a path shorter than its stack would be read past its end.
+  if (shared == 0 || up > 0 || node == nullptr) {
+    shared = 0;
+    node = nullptr;
+  }
   for (int i = n - 1 - shared; i >= 0; --i) {
     node = ChildOf(node, pcs[i]);
     if (node == nullptr) {
@@ -223,6 +229,12 @@ bool StackTable::GrowBuckets() {
 
 uint32_t StackTable::Add(void* const* pcs, int n, uint64_t hash, bool* added) {
   SpinLockHolder hold(add_lock_);
+  // Every id handed out: nothing is added (nor a node made, nor the buckets grown for it).
+  if (next_id_.load(std::memory_order_relaxed) >= static_cast<uint32_t>(kIdChunk) * kIdChunks) {
+    const Buckets* buckets = buckets_.load(std::memory_order_relaxed);
+    return buckets != nullptr ? FindIn(buckets->heads[hash & buckets->mask], hash, pcs, n)
+                              : kNoStack;
+  }
   Buckets* buckets = buckets_.load(std::memory_order_relaxed);
   // So many buckets as stacks at most: chains of one on average.
   if (buckets == nullptr || size() + 1 > buckets->mask + 1) {

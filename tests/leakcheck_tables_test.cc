@@ -311,6 +311,18 @@ TEST(StackTable, KnownStacksKeepTheirIdsWhileTheBucketsGrow) {
   reader.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(stacks->size(), static_cast<uint32_t>(kKnown + kNew));
+  // Each node once, the child index grown past its first 16K slots meanwhile: the common outer
+  // frame, the known stacks' 64 and the new ones' 7 under it, a leaf for each new stack.
+  EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(1 + kKnown + 7 + kNew));
+  // Found again through the grown index: new leaves under the 7, alternately (so that the stack
+  // added last never shares its middle frame), and nothing else made.
+  for (int i = 0; i < 1000; ++i) {
+    void* pcs[3] = {reinterpret_cast<void*>(uintptr_t{0x300000} + i),
+                    reinterpret_cast<void*>(uintptr_t{0x200000} + i % 7),
+                    reinterpret_cast<void*>(0x8000)};
+    ASSERT_NE(stacks->Intern(pcs, 3), StackTable::kNoStack);
+  }
+  EXPECT_EQ(stacks->frame_nodes(), static_cast<uint32_t>(1 + kKnown + 7 + kNew + 1000));
   for (int i = 0; i < kNew; i += 97) {
     void* pcs[3] = {reinterpret_cast<void*>(uintptr_t{0x100000} + i),
                     reinterpret_cast<void*>(uintptr_t{0x200000} + i % 7),
