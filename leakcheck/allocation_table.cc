@@ -74,7 +74,7 @@ uint64_t PageSize() {
 __attribute__((always_inline)) inline bool AllocationTable::Place(Slot* slots, uint32_t buckets,
                                                                  uint32_t* kick, const Slot& s,
                                                                  uint64_t at, uint64_t hash) {
-  const uint32_t first = FirstBucket(hash, buckets);
+  const uint32_t first = FirstBucket(hash, at, buckets);
   Slot* empty = Match(slots + uint64_t{first} * kBucketSlots, 0);
   if (empty == nullptr) {
     const uint32_t second = SecondBucket(at, first, buckets);
@@ -226,7 +226,7 @@ uint64_t AllocationTable::live_bytes() const {
 
 inline AllocationTable::Slot* AllocationTable::Find(Shard& shard, uint64_t at, uint64_t hash) {
   if (shard.buckets == 0) return nullptr;
-  const uint32_t first = FirstBucket(hash, shard.buckets);
+  const uint32_t first = FirstBucket(hash, at, shard.buckets);
   if (Slot* s = Match(shard.slots + uint64_t{first} * kBucketSlots, at)) return s;
   const uint32_t second = SecondBucket(at, first, shard.buckets);
   return Match(shard.slots + uint64_t{second} * kBucketSlots, at);
@@ -261,7 +261,7 @@ bool AllocationTable::Insert(uintptr_t address, uint64_t size, uint32_t stack_id
   }
   // The block if its free was missed (in either bucket), else an empty slot. The filter rules
   // that out for most blocks without a look at the slots (RecordedFilter::MayHoldAnother).
-  const uint32_t first = FirstBucket(hash, shard.buckets);
+  const uint32_t first = FirstBucket(hash, at, shard.buckets);
   const uint32_t second = SecondBucket(at, first, shard.buckets);
   Slot* const first_slots = shard.slots + uint64_t{first} * kBucketSlots;
   Slot* const second_slots = shard.slots + uint64_t{second} * kBucketSlots;

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "leakcheck/allocation_slot.h"
 #include "leakcheck/recorded_filter.h"
@@ -110,6 +111,14 @@ class AllocationTable {
   void LockAll();    // around fork()
   void UnlockAll();
 
+  // The two buckets (of `buckets`) the block at `address` may be in: a test's look at how the
+  // table keeps the heap's order (the private FirstBucket and SecondBucket).
+  static std::pair<uint32_t, uint32_t> BucketsOf(uintptr_t address, uint32_t buckets) {
+    const uint64_t at = SlotAddress(address);
+    const uint32_t first = FirstBucket(Hash(at), at, buckets);
+    return {first, SecondBucket(at, first, buckets)};
+  }
+
   // A test's look into a shard's rebuild (Resize), so it can stop the program at any of its
   // instants and read the record region as the launcher would (a kill mid-rebuild): called, when
   // set, once the new slots are listed in the region (kListed, none copied yet), after each block
@@ -136,31 +145,56 @@ class AllocationTable {
     std::atomic<uint64_t> live{0};
     std::atomic<uint64_t> bytes{0};
   };
-  // The two buckets a block may be in, from its slot address (address / 8): the hash bits the
-  // shard choice did not use, reduced to [0, buckets) by multiply-shift. Lookups, inserts and
-  // resizes must agree on them.
+  // The two buckets a block may be in, from its slot address (address / 8), both keeping the
+  // heap's order: the blocks of one 4 KiB stretch of addresses have them in two windows of
+  // consecutive buckets, each starting where a hash of the stretch says. In the first window
+  // (kFirstWindow buckets) a block's bucket is its 128-byte step of the stretch; in the second
+  // (kSecondWindow) its 16-byte granule, which wraps every 2 KiB, so the blocks that share a
+  // first bucket have second buckets of their own and a cuckoo move has somewhere to go (a
+  // second window of 32 buckets grew a shard for want of a path: 109 growths in
+  // AShardGrowsAtItsBoundNotForWantOfACuckooPath, 91 at 64, 80 at 128 as with a hash of the
+  // whole address). An allocator hands out and takes back neighbouring blocks one after the
+  // other, so consecutive inserts and frees mostly meet slots a recent one brought into the
+  // cache, where a hash of the whole address made each a miss once the table outgrew the cache
+  // (python: the table was ~30 % of its wall time). Stretches land at random, so the load stays
+  // even. Reduced to [0, buckets) by multiply-shift. Lookups, inserts and resizes must agree.
   struct Buckets {
     uint32_t first, second;
   };
-  static uint64_t Hash(uint64_t slot_address) { return slot_address * 0x9e3779b97f4a7c15ull; }
-  static uint32_t FirstBucket(uint64_t hash, uint32_t buckets) {
-    return static_cast<uint32_t>(((hash >> 30 & 0xffffffffu) * buckets) >> 32);
+  static constexpr int kStretchShift = 12;  // bytes
+  static constexpr uint32_t kFirstWindow = 32;    // 128-byte steps of a stretch
+  static constexpr uint32_t kSecondWindow = 128;  // 16-byte granules
+  static_assert(kStretchShift - 7 == 5 && kFirstWindow == 32, "a stretch in 32 steps");
+  // The hash of a block's stretch: its shard in the group (ShardOf) and its first window.
+  static uint64_t Hash(uint64_t slot_address) {
+    return (slot_address >> (kStretchShift - 3)) * 0x9e3779b97f4a7c15ull;
+  }
+  template <uint32_t kWindow>
+  static uint32_t InWindow(uint32_t start, uint64_t step, uint32_t buckets) {
+    const uint32_t bucket = start + (static_cast<uint32_t>(step) & (kWindow - 1));
+    return bucket < buckets ? bucket : bucket % buckets;  // a window may pass the end
+  }
+  static uint32_t FirstBucket(uint64_t hash, uint64_t slot_address, uint32_t buckets) {
+    const uint32_t start = static_cast<uint32_t>(((hash >> 30 & 0xffffffffu) * buckets) >> 32);
+    return InWindow<kFirstWindow>(start, slot_address >> 4, buckets);
   }
   static uint32_t SecondBucket(uint64_t slot_address, uint32_t first, uint32_t buckets) {
-    const uint64_t other = slot_address * 0xc2b2ae3d27d4eb4full;
-    const uint32_t second = static_cast<uint32_t>(((other >> 32) * buckets) >> 32);
+    const uint64_t other = (slot_address >> (kStretchShift - 3)) * 0xc2b2ae3d27d4eb4full;
+    const uint32_t start = static_cast<uint32_t>(((other >> 32) * buckets) >> 32);
+    const uint32_t second = InWindow<kSecondWindow>(start, slot_address >> 1, buckets);
     return second != first ? second : first + 1 == buckets ? 0 : first + 1;
   }
   // The bucket other than `bucket` (one of its two) of the block whose slot address is
   // `slot_address`: the second computed only if `bucket` is its first.
   static uint32_t OtherBucket(uint64_t slot_address, uint32_t bucket, uint32_t buckets) {
-    const uint32_t first = FirstBucket(Hash(slot_address), buckets);
+    const uint32_t first = FirstBucket(Hash(slot_address), slot_address, buckets);
     return first != bucket ? first : SecondBucket(slot_address, first, buckets);
   }
   // The shard of an address: a group chosen by its 64 MiB region, then a shard in the group by
-  // its hash. glibc gives each thread's arena a 64 MiB-aligned heap of its own, so threads
-  // allocating at once mostly work in different groups and do not pass shard lines between
-  // cores; a block freed by another thread is still found, by its address.
+  // its stretch's hash (a stretch's blocks share a shard, as they share a window). glibc gives
+  // each thread's arena a 64 MiB-aligned heap of its own, so threads allocating at once mostly
+  // work in different groups and do not pass shard lines between cores; a block freed by
+  // another thread is still found, by its address.
   static constexpr int kGroups = 16;
   static uint64_t ShardOf(uintptr_t address, uint64_t hash) {
     const uint64_t group = ((uint64_t{address} >> 26) * 0x9e3779b97f4a7c15ull) >> 60;  // 0..15

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <memory>
@@ -205,6 +206,47 @@ TEST(AllocationTableOracle, NoShardIsEverMoreThan92PercentFull) {
     }
   });
   EXPECT_EQ(over, 0u) << "first at " << first_over << " live";
+}
+
+TEST(AllocationTable, ABlocksBucketsKeepTheHeapsOrder) {
+  // Neighbouring blocks have neighbouring buckets, so an allocator's run of allocations and
+  // frees touches few of the table's cache lines: the 256 16-byte granules of a 4 KiB stretch
+  // have their first buckets in 32 consecutive ones (cyclically: a window may wrap), a step to
+  // the next granule moves it by 0 or 1, and their second buckets lie in 128 consecutive ones;
+  // the first and second of a block differ. (That the load stays even is what the oracle tests'
+  // growth and fill bounds check.)
+  for (uint32_t buckets : {42u, 1000u, 1u << 20}) {
+    for (uintptr_t stretch : {0x7f0000000000ull, 0x7f0000001000ull, 0x7f12345ff000ull}) {
+      if (sizeof(void*) == 4) stretch &= 0xfffff000u;
+      SCOPED_TRACE(testing::Message() << buckets << " buckets, stretch " << std::hex << stretch);
+      auto span = [&](const std::vector<uint32_t>& b) {  // the shortest cyclic run holding all
+        std::vector<bool> used(buckets);
+        for (uint32_t x : b) used[x] = true;
+        uint32_t longest_gap = 0, gap = 0;
+        for (uint32_t i = 0; i < 2 * buckets; ++i) {
+          gap = used[i % buckets] ? 0 : gap + 1;
+          longest_gap = std::max(longest_gap, std::min(gap, buckets));
+        }
+        return buckets - longest_gap;
+      };
+      std::vector<uint32_t> first, second;
+      for (uintptr_t a = stretch; a < stretch + 4096; a += 16) {
+        const auto [f, s] = AllocationTable::BucketsOf(a, buckets);
+        ASSERT_LT(f, buckets);
+        ASSERT_LT(s, buckets);
+        EXPECT_NE(f, s);
+        if (!first.empty()) EXPECT_LE((f + buckets - first.back()) % buckets, 1u) << a;
+        first.push_back(f);
+        second.push_back(s);
+      }
+      EXPECT_LE(span(first), 32u);
+      EXPECT_LE(span(second), 128u);
+    }
+  }
+  // Stretches next to each other land far apart: not every thread's heap in one corner.
+  const auto [a, unused_a] = AllocationTable::BucketsOf(0x7f0000000000ull & UINTPTR_MAX, 1u << 20);
+  const auto [b, unused_b] = AllocationTable::BucketsOf(0x7f0000001000ull & UINTPTR_MAX, 1u << 20);
+  EXPECT_GT(std::min((a - b) & ((1u << 20) - 1), (b - a) & ((1u << 20) - 1)), 1000u);
 }
 
 // `n` blocks of `size` bytes at the next addresses, sequence numbers 0, 1, ...; their addresses.
