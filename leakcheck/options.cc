@@ -332,6 +332,12 @@ const OptionSpec kOptionSpecs[] = {
      "0: none"},
     {"report_at_exit", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_at_exit>,
      ShowBool<&Options::report_at_exit>, "write the report at exit"},
+    {"report_clean", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_clean>,
+     ShowBool<&Options::report_clean>,
+     "1: write the exit report to stderr also when it is clean (no leak, nothing untracked, "
+     "every thread stopped, frames named); 0: a clean exit says nothing on stderr, as under "
+     "LeakSanitizer, so that programs whose stderr another program reads (a build's compiler "
+     "checks) run as without the checker. A report to output or dump is always written"},
 };
 const int kOptionSpecCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
 

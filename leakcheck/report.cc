@@ -126,6 +126,15 @@ ReportTotals WriteDumpOnly(State& state, const char* occasion, int number, bool 
   return {leaks.rounded_bytes(), leaks.rounded_count(), header.summary.untracked};
 }
 
+// Nothing for the user to act on or asked to see: no entry shown (no leak, no reachable block
+// listed with show_reachable), nothing untracked, no thread left running through the check,
+// frames named and suppressions read.
+bool IsClean(const LeakReport& report) {
+  const ReportSummary& s = report.summary;
+  return report.entries.empty() && s.allocations == 0 && s.untracked.allocations() == 0 &&
+         s.unstopped.empty() && report.naming_error.empty() && report.suppressions_error.empty();
+}
+
 }  // namespace
 
 int& ReportCount() {
@@ -183,7 +192,11 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {
                        return namer != nullptr ? namer->Format(frames) : std::string();
                      });
-  DeliverReport(options.output, reports_written == 0, text);
+  // A clean exit says nothing on stderr unless asked (Options::report_clean): the checker may be
+  // preloaded into every process of a build, whose stderr other programs read.
+  const bool quiet = report.at_exit && options.output[0] == '\0' && !options.report_clean &&
+                     IsClean(report);
+  if (!quiet) DeliverReport(options.output, reports_written == 0, text);
   ++reports_written;
   return {report.summary.bytes, report.summary.allocations, report.summary.untracked};
 }

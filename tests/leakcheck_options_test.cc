@@ -37,7 +37,8 @@ TEST(LeakcheckOptions, EveryOptionIsDefinedOnceAndTakesAGoodValue) {
       {"show_reachable", "1"}, {"suppressions", "/tmp/a.supp"}, {"anonymous_roots", "0"},
       {"stop_method", "signal"}, {"stop_timeout_ms", "250"}, {"stop_signal", "RTMIN+7"},
       {"check_interval", "5"}, {"sample_bytes", "524288"}, {"sample_seed", "42"},
-      {"timeline_interval_ms", "250"}, {"snapshot_signal", "USR1"}, {"snapshot_interval", "30"}};
+      {"timeline_interval_ms", "250"}, {"snapshot_signal", "USR1"}, {"snapshot_interval", "30"},
+      {"report_clean", "1"}};
   ASSERT_EQ(std::size(good), static_cast<size_t>(kOptionSpecCount));
   Options o;
   for (const auto& [key, value] : good) {

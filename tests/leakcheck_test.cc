@@ -92,6 +92,37 @@ TEST(Leakcheck, EveryAllocatorFormFreedMeansNoLeak) {
   EXPECT_EQ(run.report.find("leak of"), std::string::npos) << run.report;
 }
 
+// A clean exit says nothing on stderr under the preload alone, as under LeakSanitizer: a build's
+// checks read the stderr of the programs they run (a cmake configure with every process
+// preloaded failed when each wrote its clean report there). A leak is reported there; a clean
+// report is written when asked (report_clean=1), to a file, and by the launcher, which the user
+// ran to see one, wherever the program's report is named.
+TEST(Leakcheck, ACleanExitIsSilentOnStderrUnlessAsked) {
+  const std::string preload = STACKWALK_LEAKCHECK_PRELOAD;
+  const std::string clean_summary = "SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations.";
+  auto stderr_of = [&](const std::string& options, const std::string& args) {
+    return Output("LD_PRELOAD=" + preload + " STACKWALK_LEAKCHECK='" + options + "' " + kFixture +
+                  " " + args + " 2>&1 >/dev/null");
+  };
+  EXPECT_EQ(stderr_of("", "clean"), "");
+  EXPECT_EQ(stderr_of("format=json", "clean"), "");
+  EXPECT_NE(stderr_of("", "").find("SUMMARY: stackwalk-leakcheck: 364 bytes leaked in 4 allocations."),
+            std::string::npos);
+  EXPECT_NE(stderr_of("report_clean=1", "clean").find(clean_summary), std::string::npos);
+  const std::string file = ::testing::TempDir() + "clean." + std::to_string(getpid()) + ".txt";
+  EXPECT_EQ(stderr_of("output=" + file, "clean"), "");
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(clean_summary), std::string::npos) << text;
+  for (const char* name_in : {"launcher", "program"}) {
+    EXPECT_NE(Output(std::string(STACKWALK_LEAKCHECK) + " --name-in=" + name_in + " " + kFixture +
+                     " clean 2>&1 >/dev/null")
+                  .find(clean_summary),
+              std::string::npos)
+        << name_in;
+  }
+}
+
 // exit() frees the blocks of its list of exit handlers after the handler that writes the report
 // has run: they are the C library's, not leaks (a C++ program with many static destructors
 // registers that many handlers).
