@@ -66,18 +66,6 @@ inline uint32_t SlotOf(uint64_t hash, uint32_t bits) {
   return static_cast<uint32_t>(hash >> (64 - bits));
 }
 
-// A slot holds a node's index (below 2^kChildIndexBits) and, above it, a tag: hash bits the slot
-// did not use. A lookup reads a node only where the tag matches, so one for a node not there
-// yet (every new frame: ~8 slots probed at three quarters full) reads 1 in 64 of them instead
-// of each, a cache miss apiece on a program of many stacks (clang: ChildOf was 7.7 % of the
-// run's wall time with the nodes read at every probe).
-constexpr int kChildIndexBits = 26;
-inline uint32_t ChildSlot(uint32_t index, uint64_t hash, uint32_t bits) {
-  return index | static_cast<uint32_t>(hash >> (64 - bits - 6) & 63) << kChildIndexBits;
-}
-inline uint32_t ChildTag(uint32_t slot) { return slot >> kChildIndexBits; }
-inline uint32_t ChildNodeIndex(uint32_t slot) { return slot & ((1u << kChildIndexBits) - 1); }
-
 }  // namespace
 
 bool StackTable::ChildIndexRoom() {
@@ -92,10 +80,9 @@ bool StackTable::ChildIndexRoom() {
   if (slots == nullptr) return false;
   for (uint32_t index = 1; index <= count; ++index) {
     const FrameNode* node = FrameAt(index);
-    const uint64_t hash = ChildHash(node->parent, node->pc);
-    uint32_t at = SlotOf(hash, bits);
+    uint32_t at = SlotOf(ChildHash(node->parent, node->pc), bits);
     while (slots[at] != 0) at = (at + 1) & (capacity - 1);
-    slots[at] = ChildSlot(index, hash, bits);
+    slots[at] = index;
   }
   if (child_slots_ != nullptr) {
     OwnUnmap(child_slots_, sizeof(uint32_t) * child_capacity_);
@@ -109,16 +96,12 @@ bool StackTable::ChildIndexRoom() {
 }
 
 const StackTable::FrameNode* StackTable::ChildOf(const FrameNode* parent, void* pc) {
-  static_assert(uint64_t{kFrameChunk} * kFrameChunks <= uint64_t{1} << kChildIndexBits,
-                "a slot's index bits hold every node's index");
   const uint64_t hash = ChildHash(parent, pc);
   uint32_t at = 0;
   if (child_slots_ != nullptr) {
     const uint32_t mask = child_capacity_ - 1;
-    const uint32_t tag = ChildTag(ChildSlot(0, hash, child_bits_));
     for (at = SlotOf(hash, child_bits_); child_slots_[at] != 0; at = (at + 1) & mask) {
-      if (ChildTag(child_slots_[at]) != tag) continue;
-      const FrameNode* node = FrameAt(ChildNodeIndex(child_slots_[at]));
+      const FrameNode* node = FrameAt(child_slots_[at]);
       if (node->pc == pc && node->parent == parent) return node;
     }
   }
@@ -143,7 +126,7 @@ const StackTable::FrameNode* StackTable::ChildOf(const FrameNode* parent, void* 
   node->pc = pc;
   node->parent = parent;
   frame_count_.store(index, std::memory_order_relaxed);
-  child_slots_[at] = ChildSlot(index, hash, child_bits_);
+  child_slots_[at] = index;
   return node;
 }
 
