@@ -335,9 +335,11 @@ const OptionSpec kOptionSpecs[] = {
     {"report_clean", nullptr, 0, "0|1", OptionType::kBool, SetBool<&Options::report_clean>,
      ShowBool<&Options::report_clean>,
      "1: write the exit report to stderr also when it is clean (no leak, nothing untracked, "
-     "every thread stopped, frames named); 0: a clean exit says nothing on stderr, as under "
-     "LeakSanitizer, so that programs whose stderr another program reads (a build's compiler "
-     "checks) run as without the checker. A report to output or dump is always written"},
+     "every thread stopped, frames named, suppressions read); 0: a clean exit of a process "
+     "preloaded by hand, or started below the launcher's program, says nothing on stderr, as "
+     "under LeakSanitizer, so that programs whose stderr another program reads (a build's "
+     "compiler checks) run as without the checker. A report to output or dump, the launcher's "
+     "program's and an in-process session's are always written"},
 };
 const int kOptionSpecCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
 

@@ -28,8 +28,9 @@ struct Options {
   int exitcode = 0;       // if nonzero, the process exits with it when leaks are found, or may
                           // have been: none found but some untracked (leakcheck/exitcode.h)
   bool report_at_exit = true;
-  // Writes the exit report to stderr also when it is clean (IsClean, report.cc); a report to a
-  // file or a dump is always written.
+  // Writes the exit report to stderr also when it is clean (IsClean, report.cc) in a process
+  // preloaded by hand or started below the launcher's program (State::quiet_clean_exit); a
+  // report to a file or a dump is always written.
   bool report_clean = false;
   bool json = false;      // format=json: the report as one JSON object
   int report_signal = 0;  // if nonzero, each delivery of this signal writes a report

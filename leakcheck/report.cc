@@ -192,10 +192,11 @@ ReportTotals WriteReport(State& state, const char* occasion) {
                    : RenderText(report, [&namer](const std::vector<SymbolizedFrame>& frames) {
                        return namer != nullptr ? namer->Format(frames) : std::string();
                      });
-  // A clean exit says nothing on stderr unless asked (Options::report_clean): the checker may be
-  // preloaded into every process of a build, whose stderr other programs read.
-  const bool quiet = report.at_exit && options.output[0] == '\0' && !options.report_clean &&
-                     IsClean(report);
+  // A clean exit says nothing on stderr in a process preloaded by hand or started below the
+  // launcher's program (State::quiet_clean_exit): the checker may be in every process of a
+  // build, whose stderr other programs read.
+  const bool quiet =
+      report.at_exit && options.output[0] == '\0' && state.quiet_clean_exit && IsClean(report);
   if (!quiet) DeliverReport(options.output, reports_written == 0, text);
   ++reports_written;
   return {report.summary.bytes, report.summary.allocations, report.summary.untracked};

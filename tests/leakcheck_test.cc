@@ -95,8 +95,8 @@ TEST(Leakcheck, EveryAllocatorFormFreedMeansNoLeak) {
 // A clean exit says nothing on stderr under the preload alone, as under LeakSanitizer: a build's
 // checks read the stderr of the programs they run (a cmake configure with every process
 // preloaded failed when each wrote its clean report there). A leak is reported there; a clean
-// report is written when asked (report_clean=1), to a file, and by the launcher, which the user
-// ran to see one, wherever the program's report is named.
+// report is written when asked (report_clean=1), to a file, and for the program the launcher
+// runs, wherever its report is named, but not for the programs it starts with --follow-exec.
 TEST(Leakcheck, ACleanExitIsSilentOnStderrUnlessAsked) {
   const std::string preload = STACKWALK_LEAKCHECK_PRELOAD;
   const std::string clean_summary = "SUMMARY: stackwalk-leakcheck: 0 bytes leaked in 0 allocations.";
@@ -121,6 +121,13 @@ TEST(Leakcheck, ACleanExitIsSilentOnStderrUnlessAsked) {
               std::string::npos)
         << name_in;
   }
+  // The shell is the launcher's program; the fixture, forked and exec'd below it, is not.
+  const std::string below = Output(std::string(STACKWALK_LEAKCHECK) +
+                                   " --name-in=program --follow-exec -- /bin/sh -c '" + kFixture +
+                                   " clean; true' 2>&1 >/dev/null");
+  EXPECT_NE(below.find(clean_summary), std::string::npos) << below;
+  EXPECT_EQ(below.find("leaky)"), std::string::npos) << below;
+  EXPECT_EQ(below.find(clean_summary), below.rfind(clean_summary)) << below;
 }
 
 // exit() frees the blocks of its list of exit handlers after the handler that writes the report

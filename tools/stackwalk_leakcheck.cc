@@ -283,8 +283,6 @@ int main(int argc, char** argv) {
     return Usage("--name-in=launcher: this build has no symbolizer");
 #endif
   }
-  // A program that names its own reports writes a clean one too: the user asked for a check.
-  if (!name_in_launcher) options += ":" + TextFormItem("report_clean", "1");
   const std::string& program_env = name_in_launcher ? program_options : options;
   if (!program_env.empty()) setenv("STACKWALK_LEAKCHECK", program_env.c_str() + 1, 1);
 #ifdef STACKWALK_NAME_IN_LAUNCHER
