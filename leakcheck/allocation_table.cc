@@ -12,7 +12,8 @@ namespace {
 using Slot = record::AllocationSlot;
 
 // Load bounds, in thousandths: grow when an insert would pass 92 %, shrink when
-// a free leaves less than 55 %, and rebuild at 78 %. A (2, 4) cuckoo table
+// frees leave less than 55 % (and half as many more came, Shard::frees_below),
+// and rebuild at 78 %. A (2, 4) cuckoo table
 // fills to ~97 % before inserts fail; the breadth-first search below finds
 // paths up to 95 % (the random walk of 32 moves it replaced failed from ~87 %
 // with these hashes, and each failure rebuilt the shard), but from ~92 % both
@@ -207,6 +208,7 @@ bool AllocationTable::Resize(Shard& shard, uint64_t live) {
     const uint64_t smaller = (bytes - page) / kBucketBytes * kBucketSlots * kResizeTo / 1000;
     shard.shrink_below =
         bytes <= page ? 0 : std::min(buckets * kBucketSlots * kShrinkBelow / 1000, smaller);
+    shard.frees_below = 0;
     table_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
@@ -326,7 +328,11 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
                     std::memory_order_relaxed);
   // Mostly empty after many frees: rebuilt smaller (a failed rebuild leaves it
   // as it was).
-  if (live < shard.shrink_below) Resize(shard, live);
+  if (live < shard.shrink_below) {
+    if (++shard.frees_below * 2 >= live) Resize(shard, live);
+  } else {
+    shard.frees_below = 0;
+  }
   if (recorded_ != nullptr) recorded_->Remove(address);
   return true;
 }

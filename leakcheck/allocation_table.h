@@ -3,10 +3,11 @@
 // lock per shard, so threads allocating at once rarely meet. Each shard is a bucketized cuckoo
 // hash table (buckets of 4 packed 24-byte slots, allocation_slot.h; each block in one of two
 // buckets its address picks) in mmap'ed memory (no malloc: the allocation hooks call it), kept
-// between 78 % and 92 % full while its live set grows or holds: at 92 % it grows to 78 %, below
-// 55 % (after frees) it shrinks to 78 %, to any number of whole pages (the bucket picked by
-// multiply-shift, not a mask). So a live block costs 26-31 bytes, up to ~44 after most blocks
-// were freed, with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
+// between 78 % and 92 % full while its live set grows or holds: at 92 % it grows to 78 %; below
+// 55 % (after frees), once as many more frees as half its live blocks came (a live set that
+// swings back up is not moved twice), it shrinks to 78 %, to any number of whole pages (the
+// bucket picked by multiply-shift, not a mask). So a live block costs 26-31 bytes, up to ~65
+// for a while after most blocks were freed, with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
 // insert into two full buckets moves the shortest chain of blocks a breadth-first search finds
 // to their other buckets (cuckoo hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
 // shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
@@ -141,6 +142,10 @@ class AllocationTable {
     uint64_t mapped = 0;    // bytes
     uint64_t grow_at = 0;   // live counts at which it is rebuilt larger (Insert) and smaller
     uint64_t shrink_below = 0;  // (Remove); set by Resize
+    // Frees since the shard's live count last came down through shrink_below (Remove): it is
+    // rebuilt smaller only once these reach half its live blocks, the rebuild's cost then paid
+    // for by as many frees; a live set that swings back up first is never moved twice.
+    uint64_t frees_below = 0;
     // Written under the lock, read without it by live_count().
     std::atomic<uint64_t> live{0};
     std::atomic<uint64_t> bytes{0};
