@@ -329,7 +329,8 @@ bool AllocationTable::Remove(uintptr_t address, Allocation* removed) {
   // Mostly empty after many frees: rebuilt smaller (a failed rebuild leaves it
   // as it was).
   if (live < shard.shrink_below) {
-    if (++shard.frees_below * 2 >= live) Resize(shard, live);
+    // A failed rebuild (no memory) waits for as many frees again before the next try.
+    if (uint64_t{++shard.frees_below} * 2 >= live && !Resize(shard, live)) shard.frees_below = 0;
   } else {
     shard.frees_below = 0;
   }
@@ -378,6 +379,7 @@ void AllocationTable::Clear() {
     }
     shard.live.store(0, std::memory_order_relaxed);
     shard.bytes.store(0, std::memory_order_relaxed);
+    shard.frees_below = 0;
   }
 }
 

@@ -136,20 +136,22 @@ class AllocationTable {
   // A cache line each: threads working on neighbouring shards do not share one.
   struct alignas(64) Shard {
     SpinLock lock;
+    // Frees since the shard's live count last came down through shrink_below (Remove): it is
+    // rebuilt smaller only once these reach half its live blocks, the rebuild's cost then paid
+    // for by as many frees; a live set that swings back up first is never moved twice. In the
+    // lock's padding: the shard stays one cache line.
+    uint32_t frees_below = 0;
     Slot* slots = nullptr;  // buckets * kBucketSlots
     uint32_t buckets = 0;
     uint32_t kick = 0;      // counts cuckoo path searches: which bucket is searched first
     uint64_t mapped = 0;    // bytes
     uint64_t grow_at = 0;   // live counts at which it is rebuilt larger (Insert) and smaller
     uint64_t shrink_below = 0;  // (Remove); set by Resize
-    // Frees since the shard's live count last came down through shrink_below (Remove): it is
-    // rebuilt smaller only once these reach half its live blocks, the rebuild's cost then paid
-    // for by as many frees; a live set that swings back up first is never moved twice.
-    uint64_t frees_below = 0;
     // Written under the lock, read without it by live_count().
     std::atomic<uint64_t> live{0};
     std::atomic<uint64_t> bytes{0};
   };
+  static_assert(sizeof(void*) != 8 || sizeof(Shard) == 64, "a shard is one cache line");
   // The two buckets a block may be in, from its slot address (address / 8), both keeping the
   // heap's order: the blocks of one 4 KiB stretch of addresses have them in two windows of
   // consecutive buckets, each starting where a hash of the stretch says. In the first window

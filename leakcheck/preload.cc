@@ -120,11 +120,6 @@ bool ChosenProcess(const Options& options) {
   return options.follow_exec || root == nullptr || std::atol(root) == static_cast<long>(getpid());
 }
 
-// Whether this process is the program the launcher runs (not one it started below it).
-bool LaunchersProgram() {
-  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
-  return root != nullptr && std::atol(root) == static_cast<long>(getpid());
-}
 
 __attribute__((constructor(101))) void StartPreloaded() {
   ResolveExecFunctions();  // every process execs through them, checked or not
@@ -151,7 +146,8 @@ __attribute__((constructor(101))) void StartPreloaded() {
     LeaveOutOfChildren();
     return;
   }
-  s.quiet_clean_exit = !s.options.report_clean && !LaunchersProgram();
+  s.preloaded = true;
+  DecideQuietCleanExit();
   KeepReportDestination();
   InstallForkHandlers();
   {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "leakcheck/exitcode.h"
@@ -92,6 +93,7 @@ bool LaunchReporter() {
 void AfterForkChild() {
   // Before anything records again: the parent's record region is the parent's (record_region.h).
   RecordLeaveAfterFork();
+  if (GlobalState().preloaded) DecideQuietCleanExit();  // a child is below the launcher's program
   UnlockTables();
   GlobalState().timeline.AfterForkChild();
   // The parent's threads that were waiting for a report were not copied: their turns go too.
@@ -146,6 +148,13 @@ void StopSignalReports() {
 }
 
 int32_t SignalReporterTid() { return g_reporter_tid.load(); }
+
+void DecideQuietCleanExit() {
+  State& s = GlobalState();
+  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
+  const bool launchers_program = root != nullptr && std::atol(root) == static_cast<long>(getpid());
+  s.quiet_clean_exit = !s.options.report_clean && !launchers_program;
+}
 
 void ReportAtExit() {
   State& s = GlobalState();

@@ -25,6 +25,11 @@ bool LaunchCheckerThread(pthread_t* thread, void* (*main)(void*), const char* na
 // The signal reporter thread's kernel id while it runs, else 0 (checks.h's CheckerThreadIds).
 int32_t SignalReporterTid();
 
+// Decides State::quiet_clean_exit for a preloaded process (the preload's start-up, and again in
+// a forked child, which is below the launcher's program): quiet unless report_clean or this
+// process is the program the launcher runs (its pid in STACKWALK_LEAKCHECK_PID).
+void DecideQuietCleanExit();
+
 // At exit (exit(), or _exit and _Exit, which skip the exit handlers): gives glibc's and
 // libstdc++'s internal pools back (as valgrind does), writes the report if configured to, and
 // exits with the configured code if there were leaks, or none but untracked allocations

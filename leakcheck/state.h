@@ -52,11 +52,13 @@ struct State {
   std::atomic<bool> configured{false};
   // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
   std::atomic<bool> active{false};
-  // A clean exit report to stderr is left out (report.cc): set at start-up for a process the
-  // checker was preloaded into that is not the program the launcher runs (raw LD_PRELOAD, every
-  // process; under the launcher, the programs it starts with --follow-exec), unless
-  // report_clean. The launcher's program and an in-process Start() write it: someone asked.
+  // A clean exit report to stderr is left out (report.cc): set at start-up and in a forked child
+  // for a process the checker was preloaded into that is not the program the launcher runs (raw
+  // LD_PRELOAD, every process; under the launcher, the processes it forks and, with
+  // --follow-exec, the programs they run), unless report_clean (DecideQuietCleanExit). The
+  // launcher's program and an in-process Start() write it: someone asked.
   bool quiet_clean_exit = false;
+  bool preloaded = false;  // started by the preload (a forked child decides the above again)
   AllocationTable allocations{&g_recorded_blocks};
   // Every recorded allocation and free writes live_bytes and reads peak_epoch: each on a cache
   // line of its own, so that the one's traffic between cores does not evict the other, nor the

@@ -121,6 +121,12 @@ TEST(Leakcheck, ACleanExitIsSilentOnStderrUnlessAsked) {
               std::string::npos)
         << name_in;
   }
+  // A child the launcher's program forks is below it too, and quiet when clean: one report, the
+  // shell's, for `( exit 0 )` (a forked subshell that exits).
+  const std::string forked = Output(std::string(STACKWALK_LEAKCHECK) +
+                                    " --name-in=program -- /bin/sh -c '( exit 0 ); true' 2>&1 >/dev/null");
+  EXPECT_NE(forked.find(clean_summary), std::string::npos) << forked;
+  EXPECT_EQ(forked.find(clean_summary), forked.rfind(clean_summary)) << forked;
   // The shell is the launcher's program; the fixture, forked and exec'd below it, is not.
   const std::string below = Output(std::string(STACKWALK_LEAKCHECK) +
                                    " --name-in=program --follow-exec -- /bin/sh -c '" + kFixture +
