@@ -7,10 +7,11 @@
 // 55 % (after frees), once as many more frees as half its live blocks came (a live set that
 // swings back up is not moved twice), it shrinks to 78 %, to any number of whole pages (the
 // bucket picked by multiply-shift, not a mask). So a live block costs 26-31 bytes, up to ~65
-// for a while after most blocks were freed, with no tombstones: a free empties its slot. A lookup reads at most 8 slots; an
-// insert into two full buckets moves the shortest chain of blocks a breadth-first search finds
-// to their other buckets (cuckoo hashing), or grows the shard if none is found. ForEach walks it as one consistent view, every
-// shard lock held: the report's copy (report_collect.h), which the reachability scan reads.
+// for a while after most blocks were freed, with no tombstones: a free empties its slot. A
+// lookup reads at most 8 slots; an insert into two full buckets moves the shortest chain of
+// blocks a breadth-first search finds to their other buckets (cuckoo hashing), or grows the
+// shard if none is found. ForEach walks it as one consistent view, every shard lock held: the
+// report's copy (report_collect.h), which the reachability scan reads.
 #ifndef STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 #define STACKWALK_LEAKCHECK_ALLOCATION_TABLE_H_
 
@@ -171,7 +172,7 @@ class AllocationTable {
   static constexpr int kStretchShift = 12;  // bytes
   static constexpr uint32_t kFirstWindow = 32;    // 128-byte steps of a stretch
   static constexpr uint32_t kSecondWindow = 128;  // 16-byte granules
-  static_assert(kStretchShift - 7 == 5 && kFirstWindow == 32, "a stretch in 32 steps");
+  static_assert((1u << kStretchShift) / 128 == kFirstWindow, "a stretch's 128-byte steps");
   // The hash of a block's stretch: its shard in the group (ShardOf) and its first window.
   static uint64_t Hash(uint64_t slot_address) {
     return (slot_address >> (kStretchShift - 3)) * 0x9e3779b97f4a7c15ull;

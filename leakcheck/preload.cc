@@ -116,10 +116,8 @@ void LeaveOutOfChildren() {
 // process id, even after the program exec'd another, as wrapper scripts do), or with
 // follow_exec any program started below it. Preloaded by hand (no launcher), every process is.
 bool ChosenProcess(const Options& options) {
-  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
-  return options.follow_exec || root == nullptr || std::atol(root) == static_cast<long>(getpid());
+  return options.follow_exec || getenv("STACKWALK_LEAKCHECK_PID") == nullptr || LaunchersProgram();
 }
-
 
 __attribute__((constructor(101))) void StartPreloaded() {
   ResolveExecFunctions();  // every process execs through them, checked or not

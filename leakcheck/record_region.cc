@@ -17,6 +17,7 @@
 #include "leakcheck/record_handover.h"
 #include "leakcheck/report_destination.h"
 #include "leakcheck/scan/own_mappings.h"
+#include "leakcheck/session.h"
 #include "leakcheck/spin_lock.h"
 
 namespace stackwalk::leakcheck {
@@ -124,7 +125,7 @@ void BeginHeader(Header* header) {
 // earlier image of this process recorded went with its memory.
 bool Attach() {
   const long fd = EnvNumber(record::kDescriptorVariable);
-  if (fd < 3 || EnvNumber("STACKWALK_LEAKCHECK_PID") != static_cast<long>(getpid())) return false;
+  if (fd < 3 || !LaunchersProgram()) return false;
   struct stat st;
   // A memfd: a regular file with no name (a file of the program's own must never be truncated).
   if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0) {

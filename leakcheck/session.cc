@@ -149,11 +149,14 @@ void StopSignalReports() {
 
 int32_t SignalReporterTid() { return g_reporter_tid.load(); }
 
+bool LaunchersProgram() {
+  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
+  return root != nullptr && std::atol(root) == static_cast<long>(getpid());
+}
+
 void DecideQuietCleanExit() {
   State& s = GlobalState();
-  const char* root = getenv("STACKWALK_LEAKCHECK_PID");
-  const bool launchers_program = root != nullptr && std::atol(root) == static_cast<long>(getpid());
-  s.quiet_clean_exit = !s.options.report_clean && !launchers_program;
+  s.quiet_clean_exit = !s.options.report_clean && !LaunchersProgram();
 }
 
 void ReportAtExit() {

@@ -25,6 +25,11 @@ bool LaunchCheckerThread(pthread_t* thread, void* (*main)(void*), const char* na
 // The signal reporter thread's kernel id while it runs, else 0 (checks.h's CheckerThreadIds).
 int32_t SignalReporterTid();
 
+// Whether this process is the program the launcher runs: its pid is the launcher's
+// STACKWALK_LEAKCHECK_PID (a wrapper's exec of the real program keeps the pid), not a process
+// started below it nor one preloaded by hand.
+bool LaunchersProgram();
+
 // Decides State::quiet_clean_exit for a preloaded process (the preload's start-up, and again in
 // a forked child, which is below the launcher's program): quiet unless report_clean or this
 // process is the program the launcher runs (its pid in STACKWALK_LEAKCHECK_PID).
