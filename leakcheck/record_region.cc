@@ -45,16 +45,20 @@ std::atomic<uint64_t> g_recorded_generation{0};
 // ones. Own memory, made at the first fork.
 struct ForkCopy {
   uintptr_t address;  // the shared piece
-  void* copy;         // its private copy; nullptr: none could be made
+  void* copy;         // its private copy, when not in g_child_fd; nullptr: none
   size_t bytes;
   uint32_t kind;      // its directory row's, for the child's own region
   uint32_t index;
-  uint64_t offset;    // where `copy` lies in g_child_fd; kNotInChild: a private copy
+  uint64_t offset;    // where its copy lies in g_child_fd; kNotInChild: none there
   uint64_t source;    // where the shared piece lies in the region (g_fd)
+  bool placed;        // the child has its copy in the piece's place
 };
 constexpr uint64_t kNotInChild = ~uint64_t{0};
-// The child's own region (under the launcher, record_handover.h), made by the parent at the fork
-// with the copies in it: the child puts them in place as they are, with no second copy. -1: none.
+// The child's own region (handed to the launcher, record_handover.h, if there is one), written by
+// the parent at the fork with the copies (pwrite: the kernel fills the file's pages, none mapped
+// nor faulted in by the parent; copying through a mapping of it faulted in every page, zeroed
+// first, and was most of a fork's cost): the child maps them in place of the shared pieces, as
+// its region's or privately. -1: none.
 int g_child_fd = -1;
 // In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
 // leave the child sharing its parent's live tables.
@@ -66,24 +70,43 @@ size_t g_fork_copy_count = 0;
 // already, so a table's untouched tail costs neither time nor memory). Not mincore: a page of
 // the memfd swapped out is not resident, yet holds data. Async-signal-safe; the descriptor's
 // file offset moves, which nothing reads (the launcher maps the region, the tests pread it).
-void CopyData(void* to, const void* from, int fd, uint64_t offset, size_t bytes) {
+template <class Fn>
+bool ForEachData(int fd, uint64_t offset, size_t bytes, Fn&& fn) {
   const uint64_t end = offset + bytes;
   for (uint64_t at = offset; at < end;) {
     const off_t data = lseek(fd, static_cast<off_t>(at), SEEK_DATA);
-    if (data < 0 && errno == ENXIO) return;  // nothing but holes from here on
-    if (data < 0) {  // a file system without SEEK_DATA: all of it
-      std::memcpy(static_cast<char*>(to) + (at - offset), static_cast<const char*>(from) + (at - offset),
-                  end - at);
-      return;
-    }
-    if (static_cast<uint64_t>(data) >= end) return;
+    if (data < 0 && errno == ENXIO) return true;  // nothing but holes from here on
+    if (data < 0) return fn(at - offset, end - offset);  // no SEEK_DATA here: all of it
+    if (static_cast<uint64_t>(data) >= end) return true;
     const off_t hole = lseek(fd, data, SEEK_HOLE);
     const uint64_t stop =
         hole < 0 || static_cast<uint64_t>(hole) > end ? end : static_cast<uint64_t>(hole);
-    std::memcpy(static_cast<char*>(to) + (data - offset),
-                static_cast<const char*>(from) + (data - offset), stop - data);
+    if (!fn(data - offset, stop - offset)) return false;
     at = stop;
   }
+  return true;
+}
+void CopyData(void* to, const void* from, int fd, uint64_t offset, size_t bytes) {
+  ForEachData(fd, offset, bytes, [&](uint64_t begin, uint64_t end) {
+    std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin,
+                end - begin);
+    return true;
+  });
+}
+// CopyData into the file `to` at `to_offset` instead (pwrite; its holes stay holes). False if a
+// write failed (no room: the copy is then incomplete).
+bool WriteData(int to, uint64_t to_offset, const void* from, int fd, uint64_t offset,
+               size_t bytes) {
+  return ForEachData(fd, offset, bytes, [&](uint64_t begin, uint64_t end) {
+    while (begin < end) {
+      const ssize_t n = pwrite(to, static_cast<const char*>(from) + begin, end - begin,
+                               static_cast<off_t>(to_offset + begin));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      begin += static_cast<uint64_t>(n);
+    }
+    return true;
+  });
 }
 
 // A decimal number from the environment, or -1.
@@ -401,9 +424,10 @@ void RecordBeforeFork() {
     copy.source = row.offset;
     child_size += row.bytes;
   }
-  // The child's region, if there is a launcher to hand it to (else the copies are private).
+  // The child's region, handed to the launcher if there is one (else the child maps its copies
+  // privately); failing that, private copies mapped here.
   g_child_fd = -1;
-  if (HandoverSocket() >= 0 && SizeAllowed(child_size)) {
+  if (SizeAllowed(child_size)) {
     g_child_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
     if (g_child_fd >= 0 && ftruncate(g_child_fd, static_cast<off_t>(child_size)) != 0) {
       close(g_child_fd);
@@ -415,23 +439,22 @@ void RecordBeforeFork() {
   const int source = RegionFdIsOurs() ? g_fd : -1;
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
     ForkCopy& copy = g_fork_copies[i];
-    copy.copy = MAP_FAILED;
+    const void* from = reinterpret_cast<const void*>(copy.address);
+    copy.copy = nullptr;
+    copy.placed = false;
     if (g_child_fd >= 0) {
-      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_child_fd,
-                       static_cast<off_t>(offset));
-      if (copy.copy != MAP_FAILED) copy.offset = offset;
+      if (WriteData(g_child_fd, offset, from, source, copy.source, copy.bytes)) {
+        copy.offset = offset;
+        offset += copy.bytes;
+        continue;
+      }
       offset += copy.bytes;
     }
-    if (copy.copy == MAP_FAILED) {
-      copy.copy = mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-    }
-    if (copy.copy == MAP_FAILED) {
-      copy.copy = nullptr;  // out of memory: the child copies it itself
-      continue;
-    }
-    CopyData(copy.copy, reinterpret_cast<const void*>(copy.address), source, copy.source,
-             copy.bytes);
+    void* mem =
+        mmap(nullptr, copy.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) continue;  // out of memory: the child copies it itself
+    copy.copy = mem;
+    CopyData(copy.copy, from, source, copy.source, copy.bytes);
   }
 }
 
@@ -458,18 +481,44 @@ void RecordAfterForkParent() {
 
 namespace {
 
+// Reads the `bytes` of `fd` at `offset` into `to`; false if a read failed or ended early.
+bool ReadData(int fd, uint64_t offset, void* to, size_t bytes) {
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = pread(fd, static_cast<char*>(to) + done, bytes - done,
+                            static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 // In a forked child: a piece of the parent's region replaced by private memory holding the
 // tables as they were at the fork. False if no copy could be made (its tables start empty).
-// `region`: the parent's region's descriptor, if still open (else the piece is copied whole).
-bool MakePrivate(const ForkCopy& piece, int region) {
+// `snapshot`: the file the parent wrote the piece's copy into (g_child_fd, at piece.offset), or
+// -1; `region`: the parent's region's descriptor, if still open (else a piece with no copy made
+// is copied whole from its shared mapping).
+bool MakePrivate(const ForkCopy& piece, int snapshot, int region) {
   void* shared = reinterpret_cast<void*>(piece.address);
+  const bool in_snapshot = snapshot >= 0 && piece.offset != kNotInChild;
+  // The parent's copy mapped privately in the shared piece's place: nothing else writes that
+  // part of the file, and this process's writes go to pages of its own.
+  if (in_snapshot && mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                          snapshot, static_cast<off_t>(piece.offset)) != MAP_FAILED) {
+    return true;
+  }
   void* copy = piece.copy;
   if (copy == nullptr) {
     copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy != MAP_FAILED) {
-      CopyData(copy, shared, region, piece.source, piece.bytes);
-    } else {
+    if (copy == MAP_FAILED) {
       copy = nullptr;
+    } else if (in_snapshot) {
+      if (!ReadData(snapshot, piece.offset, copy, piece.bytes)) {
+        munmap(copy, piece.bytes);
+        copy = nullptr;
+      }
+    } else {
+      CopyData(copy, shared, region, piece.source, piece.bytes);
     }
   }
   // The private copy put in the shared mapping's place (mremap replaces it whole): the tables'
@@ -503,33 +552,32 @@ void SayTablesLost() {
 bool MoveToOwnRegion() {
   const int socket = HandoverSocket();
   const int fd = g_child_fd;
-  g_child_fd = -1;
   struct stat st;
   void* mapped = nullptr;
   if (socket < 0 || fd < 0 || fstat(fd, &st) != 0 ||
       (mapped = OwnMapShared(record::kHeaderBytes, fd, 0)) == nullptr) {
-    if (fd >= 0) close(fd);
     return false;
   }
+  g_child_fd = -1;
   auto* header = static_cast<Header*>(mapped);
   std::memcpy(header->program, g_header->program, sizeof(header->program));
   header->peak_bytes = __atomic_load_n(&g_header->peak_bytes, __ATOMIC_RELAXED);
   header->untracked_refused = __atomic_load_n(&g_header->untracked_refused, __ATOMIC_RELAXED);
   header->untracked_no_memory = __atomic_load_n(&g_header->untracked_no_memory, __ATOMIC_RELAXED);
   header->untracked_bytes = __atomic_load_n(&g_header->untracked_bytes, __ATOMIC_RELAXED);
-  // Each copy in the region put in place of the parent's shared piece (mremap replaces it whole:
-  // the tables' pointers stay valid).
+  // Each copy in the region mapped in place of the parent's shared piece (replaced whole: the
+  // tables' pointers stay valid).
   uint64_t rows = 0;
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
     ForkCopy& piece = g_fork_copies[i];
     void* shared = reinterpret_cast<void*>(piece.address);
-    if (piece.offset == kNotInChild || piece.copy == nullptr ||
-        mremap(piece.copy, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, shared) ==
-            MAP_FAILED) {
+    if (piece.offset == kNotInChild ||
+        mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+             static_cast<off_t>(piece.offset)) == MAP_FAILED) {
       ++header->lost_extents;  // left to the private path (RecordLeaveAfterFork)
       continue;
     }
-    piece.copy = shared;  // done: the private path leaves it alone
+    piece.placed = true;  // the private path leaves it alone
     Extent& row = header->extents[rows++];
     row.kind = piece.kind;
     row.index = piece.index;
@@ -558,12 +606,13 @@ bool MoveToOwnRegion() {
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   if (MoveToOwnRegion()) {
-    // Pieces that could not move (counted lost in the child's header) go the private way.
+    // Pieces that could not move (counted lost in the child's header) go the private way, from
+    // this process's region now (g_fd), where the parent wrote their copies.
     bool lost_tables = false;
     for (size_t i = 0; i < g_fork_copy_count; ++i) {
       ForkCopy& piece = g_fork_copies[i];
-      if (piece.copy == reinterpret_cast<void*>(piece.address)) continue;
-      lost_tables |= !MakePrivate(piece, -1);  // the parent's region is closed by now
+      if (piece.placed) continue;
+      lost_tables |= !MakePrivate(piece, g_fd, -1);  // the parent's region is closed by now
     }
     ForgetForkCopies();
     g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it
@@ -574,10 +623,12 @@ void RecordLeaveAfterFork() {
   // Only the pieces this process had at the fork (the parent's threads have gone on since, and
   // what its directory says now may be mapped in the parent alone).
   for (size_t i = 0; i < g_fork_copy_count; ++i) {
-    lost_tables |= !MakePrivate(g_fork_copies[i], RegionFdIsOurs() ? g_fd : -1);
+    lost_tables |= !MakePrivate(g_fork_copies[i], g_child_fd, RegionFdIsOurs() ? g_fd : -1);
   }
   if (lost_tables) SayTablesLost();
   ForgetForkCopies();
+  if (g_child_fd >= 0) close(g_child_fd);  // its pages live on in the private mappings of it
+  g_child_fd = -1;
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;
   close(g_fd);

@@ -2,7 +2,8 @@
 # The record region's cost (issue 17): the checked program preloaded directly, its tables in a
 # region (a tmpfs file at descriptor 498, as the launcher's memfd) or in private memory, rounds
 # interleaved: bench/leak_workload 2 x 1M allocations (CPU seconds and peak RSS), and
-# bench/fork_workload (microseconds per fork and wait with 1000, 100000 and 1000000 live blocks).
+# bench/fork_workload (microseconds per fork and wait with 1000, 100000 and 1000000 live blocks),
+# also with children that exec, plain and under stackwalk-leakcheck.
 # Usage: scripts/bench_record.sh [ROUNDS (default 5)]; STACKWALK_BENCH_BUILD=DIR uses a build made.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,7 +11,8 @@ rounds="${1:-5}"
 build="${STACKWALK_BENCH_BUILD:-$root/build/bench-release}"
 if [ -z "${STACKWALK_BENCH_BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTACKWALK_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$build" -j2 --target leak_workload fork_workload stackwalk_leakcheck >/dev/null
+  cmake --build "$build" -j2 --target leak_workload fork_workload stackwalk_leakcheck \
+    stackwalk-leakcheck >/dev/null
 fi
 scratch="$(mktemp -d /dev/shm/bench_record.XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
@@ -43,12 +45,19 @@ for mode in region private; do
   rss=$(awk '{print $3 / 1024}' "$scratch/workload.$mode" | median)
   printf "leak_workload 2x1M, %-7s CPU %s s, peak RSS %s MB (median of %d)\n" "$mode" "$cpu" "$rss" "$rounds"
 done
+# Then each child runs /bin/true: plain, and under stackwalk-leakcheck (each child's region handed
+# to it at the fork; a child that ran _exit instead would be checked for leaks there).
 for blocks in 1000 100000 1000000; do
-  for mode in region private; do
+  for mode in region private plain-exec launcher-exec; do
     for ((r = 0; r < rounds; r++)); do
-      bash -c "$launch" _ "$mode" "$build/bench/fork_workload" "$blocks" 50
+      case "$mode" in
+        plain-exec) "$build/bench/fork_workload" "$blocks" 50 exec ;;
+        launcher-exec)
+          "$build/stackwalk-leakcheck" --output /dev/null "$build/bench/fork_workload" "$blocks" 50 exec ;;
+        *) bash -c "$launch" _ "$mode" "$build/bench/fork_workload" "$blocks" 50 ;;
+      esac
     done >"$scratch/fork.$mode"
-    printf "fork and wait, %7d live blocks, %-7s %s us (median of %d)\n" "$blocks" "$mode" \
+    printf "fork and wait, %7d live blocks, %-13s %s us (median of %d)\n" "$blocks" "$mode" \
       "$(awk '{print $1}' "$scratch/fork.$mode" | median)" "$rounds"
   done
 done
