@@ -90,26 +90,7 @@ using Hooks = AllocatorHooks<kLibc>;
 // Takes this library out of LD_PRELOAD, in place (no allocation), so that what this process
 // starts runs unchecked.
 void LeaveOutOfChildren() {
-  char* list = getenv("LD_PRELOAD");
-  if (list == nullptr) return;
-  char* out = list;
-  for (char* p = list; *p != '\0';) {
-    char* end = p + std::strcspn(p, ": ");
-    const char* name = p;
-    for (char* c = p; c < end; ++c) {
-      if (*c == '/') name = c + 1;
-    }
-    const size_t len = static_cast<size_t>(end - p);
-    const bool ours = static_cast<size_t>(end - name) == std::strlen("libstackwalk_leakcheck.so") &&
-                      std::strncmp(name, "libstackwalk_leakcheck.so", end - name) == 0;
-    if (!ours && len > 0) {
-      if (out != list) *out++ = ':';
-      std::memmove(out, p, len);
-      out += len;
-    }
-    p = *end != '\0' ? end + 1 : end;
-  }
-  *out = '\0';
+  if (char* list = getenv("LD_PRELOAD")) WithoutThisLibrary(list, list);
 }
 
 // Whether this process is one the launcher was asked to check: the program it ran (the same
@@ -125,21 +106,10 @@ __attribute__((constructor(101))) void StartPreloaded() {
   if (!ChosenProcess(s.options)) {
     // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
     // through its own execs (a wrapper script's exec of the real program); a program it starts
-    // lets go of it, so that it does not keep the pipe open after the program ends.
-    // Only if they are still the launcher's (a pipe; a memfd, a file with no name): the numbers
-    // may hold a file of the program's own by now.
-    const char* dump_fd = getenv("STACKWALK_LEAKCHECK_DUMP_FD");
-    const char* record_fd = getenv(record::kDescriptorVariable);
-    struct stat st;
-    if (dump_fd != nullptr && std::atoi(dump_fd) > 2 && fstat(std::atoi(dump_fd), &st) == 0 &&
-        S_ISFIFO(st.st_mode)) {
-      close(std::atoi(dump_fd));
-    }
-    if (record_fd != nullptr && std::atoi(record_fd) > 2 && fstat(std::atoi(record_fd), &st) == 0 &&
-        S_ISREG(st.st_mode) && st.st_nlink == 0) {
-      close(std::atoi(record_fd));
-    }
-    if (const int children = HandoverSocket(); children >= 0) close(children);
+    // lets go of it, so that it does not keep the pipe open after the program ends (a process
+    // forked from the program execs it with them set to close: preload_exec.cc).
+    int fds[kLauncherDescriptors];
+    for (int i = 0, n = LauncherDescriptors(fds); i < n; ++i) close(fds[i]);
     s.active.store(false);  // runs unchecked; and so does whatever it starts
     LeaveOutOfChildren();
     return;

@@ -1,5 +1,6 @@
 // The exec family interposed by the preloaded library (preload_exec.cc): each exec marks the
-// record region superseded first (record_region.h, RecordExecBegins; issue 17).
+// record region superseded first (record_region.h, RecordExecBegins; issue 17), and a process
+// the launcher did not choose to check execs its program without the library.
 #ifndef STACKWALK_LEAKCHECK_PRELOAD_EXEC_H_
 #define STACKWALK_LEAKCHECK_PRELOAD_EXEC_H_
 
@@ -8,6 +9,18 @@ namespace stackwalk::leakcheck {
 // Finds the real exec functions (dlsym(RTLD_NEXT)). Called at the preload's start, in every
 // process (the unchecked ones exec too). Not async-signal-safe.
 void ResolveExecFunctions();
+
+// Writes the LD_PRELOAD list `list` without this library (any path whose file name is
+// libstackwalk_leakcheck.so) to `out`, which may be `list` itself (the list only shrinks),
+// NUL-terminated. Async-signal-safe.
+void WithoutThisLibrary(const char* list, char* out);
+
+// The descriptors the launcher handed the process that a program it does not check must not
+// keep open (the launcher waits for the last of them to close): the dump pipe, the record
+// region's memfd and the children's socket, each only if its number still holds what the
+// launcher put there. Writes them to fds[] and returns how many. Async-signal-safe.
+constexpr int kLauncherDescriptors = 3;
+int LauncherDescriptors(int fds[kLauncherDescriptors]);
 
 }  // namespace stackwalk::leakcheck
 
