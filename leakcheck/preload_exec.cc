@@ -80,55 +80,49 @@ bool ExecsUnchecked() {
          !s.options.follow_exec && !LaunchersProgram();
 }
 
-// Environments larger than this are passed on as they are (the copy is on the stack).
-constexpr size_t kMostVariables = 8192;
+// An environment is copied on the stack only up to these sizes (a signal handler's alternate
+// stack or a small thread stack may exec); past them it is passed on as it is, and the program
+// lets go of the library at its start instead (preload.cc).
+constexpr size_t kMostVariables = 1024;
+constexpr size_t kMostPreloadBytes = 4096;
 
-// Calls exec(envp') with envp' = `envp` without this library in LD_PRELOAD (the variable left
-// out if nothing else is in it), when ExecsUnchecked, and the launcher's descriptors set to close
-// at the exec (as they were again if it returns); else exec(envp). The copy is on this frame's
-// stack: no allocation (a vfork child may exec).
+// Calls exec(envp') with envp' = `envp` without this library in any LD_PRELOAD (a variable left
+// with nothing is left out) when ExecsUnchecked, the launcher's descriptors set to close at the
+// exec first (left so if it fails: every exec of this process wants them closed, and two threads
+// exec'ing at once cannot restore each other's flags); else exec(envp). The copy is on this
+// frame's stack: no allocation (a vfork child may exec).
 template <class Exec>
 int Unpreloaded(char* const* envp, Exec&& exec) {
-  if (envp == nullptr || !ExecsUnchecked()) return exec(envp);
+  if (!ExecsUnchecked()) return exec(envp);
+  int fds[kLauncherDescriptors];
+  for (int i = 0, n = LauncherDescriptors(fds); i < n; ++i) {
+    const int flags = fcntl(fds[i], F_GETFD);
+    if (flags >= 0) fcntl(fds[i], F_SETFD, flags | FD_CLOEXEC);
+  }
+  if (envp == nullptr) return exec(envp);
   size_t count = 0;
-  ptrdiff_t preload = -1;
+  bool ours = false;
   for (; envp[count] != nullptr; ++count) {
     if (count == kMostVariables) return exec(envp);
-    if (std::strncmp(envp[count], "LD_PRELOAD=", 11) == 0) preload = static_cast<ptrdiff_t>(count);
+    if (std::strncmp(envp[count], "LD_PRELOAD=", 11) != 0) continue;
+    if (std::strlen(envp[count]) > kMostPreloadBytes) return exec(envp);
+    ours |= std::strstr(envp[count], "libstackwalk_leakcheck.so") != nullptr;
   }
-  char** changed = nullptr;
-  if (preload >= 0) {
-    const char* entry = envp[preload];
-    char* kept = static_cast<char*>(alloca(std::strlen(entry) + 1));
-    std::memcpy(kept, "LD_PRELOAD=", 11);
-    WithoutThisLibrary(entry + 11, kept + 11);
-    if (std::strcmp(kept, entry) != 0) {
-      changed = static_cast<char**>(alloca(sizeof(char*) * (count + 1)));
-      size_t out = 0;
-      for (size_t i = 0; i < count; ++i) {
-        if (static_cast<ptrdiff_t>(i) != preload) {
-          changed[out++] = envp[i];
-        } else if (kept[11] != '\0') {
-          changed[out++] = kept;
-        }
-      }
-      changed[out] = nullptr;
+  if (!ours) return exec(envp);
+  char** changed = static_cast<char**>(alloca(sizeof(char*) * (count + 1)));
+  size_t out = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (std::strncmp(envp[i], "LD_PRELOAD=", 11) != 0) {
+      changed[out++] = envp[i];
+      continue;
     }
+    char* kept = static_cast<char*>(alloca(std::strlen(envp[i]) + 1));
+    std::memcpy(kept, "LD_PRELOAD=", 11);
+    WithoutThisLibrary(envp[i] + 11, kept + 11);
+    if (kept[11] != '\0') changed[out++] = kept;
   }
-  int fds[kLauncherDescriptors];
-  int flags[kLauncherDescriptors];
-  const int n = LauncherDescriptors(fds);
-  for (int i = 0; i < n; ++i) {
-    flags[i] = fcntl(fds[i], F_GETFD);
-    if (flags[i] >= 0) fcntl(fds[i], F_SETFD, flags[i] | FD_CLOEXEC);
-  }
-  const int result = exec(changed != nullptr ? changed : envp);
-  const int saved = errno;
-  for (int i = 0; i < n; ++i) {
-    if (flags[i] >= 0) fcntl(fds[i], F_SETFD, flags[i]);
-  }
-  errno = saved;
-  return result;
+  changed[out] = nullptr;
+  return exec(changed);
 }
 
 int Missing() {

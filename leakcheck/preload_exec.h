@@ -1,6 +1,7 @@
 // The exec family interposed by the preloaded library (preload_exec.cc): each exec marks the
 // record region superseded first (record_region.h, RecordExecBegins; issue 17), and a process
-// the launcher did not choose to check execs its program without the library.
+// forked from the launcher's program execs a program the launcher does not check (no
+// --follow-exec) without the library.
 #ifndef STACKWALK_LEAKCHECK_PRELOAD_EXEC_H_
 #define STACKWALK_LEAKCHECK_PRELOAD_EXEC_H_
 

@@ -54,22 +54,23 @@ struct ForkCopy {
   bool placed;        // the child has its copy in the piece's place
 };
 constexpr uint64_t kNotInChild = ~uint64_t{0};
-// The child's own region (handed to the launcher, record_handover.h, if there is one), written by
-// the parent at the fork with the copies (pwrite: the kernel fills the file's pages, none mapped
-// nor faulted in by the parent; copying through a mapping of it faulted in every page, zeroed
-// first, and was most of a fork's cost): the child maps them in place of the shared pieces, as
-// its region's or privately. -1: none.
+// The child's own region (under the launcher, record_handover.h), written by the parent at the
+// fork with the copies (pwrite: the kernel fills the file's pages, none mapped nor faulted in by
+// the parent; copying through a mapping of it faulted in every page, zeroed first, and was most of
+// a fork's cost): the child maps them in place of the shared pieces. -1: none.
 int g_child_fd = -1;
 // In the library's zero pages (untouched until a fork): no allocation at a fork that can fail and
 // leave the child sharing its parent's live tables.
 ForkCopy g_fork_copies[record::kExtentCapacity];
 size_t g_fork_copy_count = 0;
 
-// Copies what `from` holds, the `bytes` of the region at `offset` (lseek's SEEK_DATA and
-// SEEK_HOLE: pages never touched, or punched out, are holes in the region and zero in the copy
-// already, so a table's untouched tail costs neither time nor memory). Not mincore: a page of
-// the memfd swapped out is not resident, yet holds data. Async-signal-safe; the descriptor's
-// file offset moves, which nothing reads (the launcher maps the region, the tests pread it).
+// Calls fn(begin, end) for each range of the `bytes` of file `fd` at `offset` that holds data,
+// relative to `offset` (lseek's SEEK_DATA and SEEK_HOLE: pages never touched, or punched out, are
+// holes in the region and zero in a fresh copy already, so a table's untouched tail costs neither
+// time nor memory; all of it where SEEK_DATA is not known); false as soon as fn is. Not mincore:
+// a page of the memfd swapped out is not resident, yet holds data. Async-signal-safe; the
+// descriptor's file offset moves, which nothing reads (the launcher maps the region, the tests
+// pread it).
 template <class Fn>
 bool ForEachData(int fd, uint64_t offset, size_t bytes, Fn&& fn) {
   const uint64_t end = offset + bytes;
@@ -86,6 +87,7 @@ bool ForEachData(int fd, uint64_t offset, size_t bytes, Fn&& fn) {
   }
   return true;
 }
+// Copies what `from` holds, the `bytes` of the region `fd` at `offset`, to `to` (zeroed).
 void CopyData(void* to, const void* from, int fd, uint64_t offset, size_t bytes) {
   ForEachData(fd, offset, bytes, [&](uint64_t begin, uint64_t end) {
     std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin,
@@ -424,10 +426,11 @@ void RecordBeforeFork() {
     copy.source = row.offset;
     child_size += row.bytes;
   }
-  // The child's region, handed to the launcher if there is one (else the child maps its copies
-  // privately); failing that, private copies mapped here.
+  // The child's region, if there is a launcher to hand it to; else (or failing that) private
+  // copies mapped here, which the child puts in place as they are (a copy written to a file
+  // here would be copied again into the child's private memory there).
   g_child_fd = -1;
-  if (SizeAllowed(child_size)) {
+  if (HandoverSocket() >= 0 && SizeAllowed(child_size)) {
     g_child_fd = memfd_create("stackwalk-leakcheck-record", MFD_CLOEXEC);
     if (g_child_fd >= 0 && ftruncate(g_child_fd, static_cast<off_t>(child_size)) != 0) {
       close(g_child_fd);
@@ -481,32 +484,31 @@ void RecordAfterForkParent() {
 
 namespace {
 
-// Reads the `bytes` of `fd` at `offset` into `to`; false if a read failed or ended early.
+// Reads what the `bytes` of file `fd` at `offset` hold into `to` (zeroed; holes skipped); false
+// if a read failed or ended early.
 bool ReadData(int fd, uint64_t offset, void* to, size_t bytes) {
-  for (size_t done = 0; done < bytes;) {
-    const ssize_t n = pread(fd, static_cast<char*>(to) + done, bytes - done,
-                            static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return ForEachData(fd, offset, bytes, [&](uint64_t begin, uint64_t end) {
+    while (begin < end) {
+      const ssize_t n = pread(fd, static_cast<char*>(to) + begin, end - begin,
+                              static_cast<off_t>(offset + begin));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      begin += static_cast<uint64_t>(n);
+    }
+    return true;
+  });
 }
 
 // In a forked child: a piece of the parent's region replaced by private memory holding the
 // tables as they were at the fork. False if no copy could be made (its tables start empty).
 // `snapshot`: the file the parent wrote the piece's copy into (g_child_fd, at piece.offset), or
 // -1; `region`: the parent's region's descriptor, if still open (else a piece with no copy made
-// is copied whole from its shared mapping).
+// is copied whole from its shared mapping). A copy in the file is read into anonymous memory, not
+// mapped privately from it: the file's pages would stay for the process's life beside the private
+// copies of those it writes.
 bool MakePrivate(const ForkCopy& piece, int snapshot, int region) {
   void* shared = reinterpret_cast<void*>(piece.address);
   const bool in_snapshot = snapshot >= 0 && piece.offset != kNotInChild;
-  // The parent's copy mapped privately in the shared piece's place: nothing else writes that
-  // part of the file, and this process's writes go to pages of its own.
-  if (in_snapshot && mmap(shared, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
-                          snapshot, static_cast<off_t>(piece.offset)) != MAP_FAILED) {
-    return true;
-  }
   void* copy = piece.copy;
   if (copy == nullptr) {
     copy = mmap(nullptr, piece.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -606,8 +608,8 @@ bool MoveToOwnRegion() {
 void RecordLeaveAfterFork() {
   if (g_state.load(std::memory_order_acquire) != kAttached) return;
   if (MoveToOwnRegion()) {
-    // Pieces that could not move (counted lost in the child's header) go the private way, from
-    // this process's region now (g_fd), where the parent wrote their copies.
+    // Pieces that could not move (counted lost in the child's header) go the private way, read
+    // from this process's region now (g_fd), where the parent wrote their copies.
     bool lost_tables = false;
     for (size_t i = 0; i < g_fork_copy_count; ++i) {
       ForkCopy& piece = g_fork_copies[i];
@@ -627,7 +629,7 @@ void RecordLeaveAfterFork() {
   }
   if (lost_tables) SayTablesLost();
   ForgetForkCopies();
-  if (g_child_fd >= 0) close(g_child_fd);  // its pages live on in the private mappings of it
+  if (g_child_fd >= 0) close(g_child_fd);  // read: its pages go
   g_child_fd = -1;
   OwnUnmap(g_header, record::kHeaderBytes);
   g_header = nullptr;

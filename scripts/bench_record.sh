@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The record region's cost (issue 17): the checked program preloaded directly, its tables in a
-# region (a tmpfs file at descriptor 498, as the launcher's memfd) or in private memory, rounds
+# region (an unlinked tmpfs file at descriptor 498, as the launcher's memfd) or in private memory, rounds
 # interleaved: bench/leak_workload 2 x 1M allocations (CPU seconds and peak RSS), and
 # bench/fork_workload (microseconds per fork and wait with 1000, 100000 and 1000000 live blocks),
 # also with children that exec, plain and under stackwalk-leakcheck.
@@ -23,6 +23,7 @@ launch='
   if [ "$1" = region ]; then
     : >"$SCRATCH/region"
     exec 498<>"$SCRATCH/region"
+    rm "$SCRATCH/region"  # a file with no name, as the memfd: the checker takes no file of a name
     export STACKWALK_LEAKCHECK_RECORD_FD=498
   fi
   export STACKWALK_LEAKCHECK_PID=$$ STACKWALK_LEAKCHECK=report_at_exit=0 LD_PRELOAD="$PRELOAD"
