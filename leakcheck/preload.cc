@@ -93,13 +93,6 @@ void LeaveOutOfChildren() {
   if (char* list = getenv("LD_PRELOAD")) WithoutThisLibrary(list, list);
 }
 
-// Whether this process is one the launcher was asked to check: the program it ran (the same
-// process id, even after the program exec'd another, as wrapper scripts do), or with
-// follow_exec any program started below it. Preloaded by hand (no launcher), every process is.
-bool ChosenProcess(const Options& options) {
-  return options.follow_exec || getenv("STACKWALK_LEAKCHECK_PID") == nullptr || LaunchersProgram();
-}
-
 __attribute__((constructor(101))) void StartPreloaded() {
   ResolveExecFunctions();  // every process execs through them, checked or not
   State& s = ConfiguredState();

@@ -154,6 +154,10 @@ bool LaunchersProgram() {
   return root != nullptr && std::atol(root) == static_cast<long>(getpid());
 }
 
+bool ChosenProcess(const Options& options) {
+  return options.follow_exec || getenv("STACKWALK_LEAKCHECK_PID") == nullptr || LaunchersProgram();
+}
+
 void DecideQuietCleanExit() {
   State& s = GlobalState();
   s.quiet_clean_exit = !s.options.report_clean && !LaunchersProgram();

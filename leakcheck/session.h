@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "leakcheck/options.h"
+
 namespace stackwalk::leakcheck {
 
 // Keeps the tables usable in a forked child (no shard left locked by a thread it lacks). Once.
@@ -29,6 +31,11 @@ int32_t SignalReporterTid();
 // STACKWALK_LEAKCHECK_PID (a wrapper's exec of the real program keeps the pid), not a process
 // started below it nor one preloaded by hand.
 bool LaunchersProgram();
+
+// Whether this process is one the launcher was asked to check: the program it ran (the same
+// process id, even after the program exec'd another, as wrapper scripts do), or with
+// follow_exec any program started below it. Preloaded by hand (no launcher), every process is.
+bool ChosenProcess(const Options& options);
 
 // Decides State::quiet_clean_exit for a preloaded process (the preload's start-up, and again in
 // a forked child, which is below the launcher's program): quiet unless report_clean or this

@@ -64,4 +64,25 @@ TEST(EarlyAllocations, AConstructorsWalksNeedNoMapsAndItsLeaksAreReported) {
   std::remove(loader.c_str());
 }
 
+// A process the launcher does not check (below its program, without --follow-exec: here another
+// pid in STACKWALK_LEAKCHECK_PID) sets nothing up at its first allocation, which comes before the
+// preload's start decides: no walk, no list of the loaded objects (/proc/self/maps never
+// opened), and no report.
+TEST(EarlyAllocations, AProcessTheLauncherDoesNotCheckSetsNothingUp) {
+  const std::string base = ::testing::TempDir() + "unchosen." + std::to_string(getpid());
+  const std::string out = base + ".out", report = base + ".report";
+  const std::string command = std::string("env STACKWALK_LEAKCHECK_PID=1 LD_PRELOAD=") +
+                              MAPS_OPEN_COUNTER + ":" + STACKWALK_LEAKCHECK_PRELOAD +
+                              " STACKWALK_LEAKCHECK=output=" + report + " " + EARLY_ALLOCATIONS +
+                              " > " + out;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string printed = ReadFile(out);
+  long opens = -1;
+  ASSERT_EQ(std::sscanf(printed.c_str(), "maps opens before main: %ld", &opens), 1) << printed;
+  EXPECT_EQ(opens, 0) << "the first allocations set the recording up";
+  EXPECT_EQ(ReadFile(report), "") << "an unchecked process reported";
+  std::remove(out.c_str());
+  std::remove(report.c_str());
+}
+
 }  // namespace
