@@ -96,7 +96,9 @@ void LeaveOutOfChildren() {
 __attribute__((constructor(101))) void StartPreloaded() {
   ResolveExecFunctions();  // every process execs through them, checked or not
   State& s = ConfiguredState();
-  if (!ChosenProcess(s.options)) {
+  // Not checked if its first allocation found so (ConfigureFromEnvironment: nothing recorded
+  // since), or if it finds so now (the environment was not readable then).
+  if (!s.active.load() || !ChosenProcess(s.options)) {
     // The launcher's dump pipe (--name-in=launcher) is the checked program's, which keeps it
     // through its own execs (a wrapper script's exec of the real program); a program it starts
     // lets go of it, so that it does not keep the pipe open after the program ends (a process
@@ -172,6 +174,8 @@ EXPORT int dlclose(void* handle) {
   using Dlclose = int (*)(void*);
   static Dlclose real = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
   if (real == nullptr) return -1;
+  // A process the launcher does not check keeps nothing of what it unloads.
+  if (!stackwalk::leakcheck::GlobalState().active.load()) return real(handle);
   const int result =
       stackwalk::leakcheck::DlcloseRemembering(stackwalk::leakcheck::GlobalState(), real, handle);
   stackwalk::leakcheck::ReentryGuard own;

@@ -76,21 +76,23 @@ int Superseding(Call&& call) {
 // followed (--follow-exec). Preloaded by hand (no launcher), every process is checked.
 bool ExecsUnchecked() {
   const State& s = GlobalState();
-  return getenv("STACKWALK_LEAKCHECK_PID") != nullptr && s.configured.load() &&
+  // Active: a process the launcher checks (its own start let go of the descriptors otherwise,
+  // and their numbers may hold files of its own by now).
+  return getenv("STACKWALK_LEAKCHECK_PID") != nullptr && s.configured.load() && s.active.load() &&
          !s.options.follow_exec && !LaunchersProgram();
 }
 
-// An environment is copied on the stack only up to these sizes (a signal handler's alternate
-// stack or a small thread stack may exec); past them it is passed on as it is, and the program
-// lets go of the library at its start instead (preload.cc).
-constexpr size_t kMostVariables = 1024;
-constexpr size_t kMostPreloadBytes = 4096;
+// An environment is copied on the stack only up to this many bytes, its pointers and its
+// LD_PRELOAD values together (a signal handler's alternate stack or a small thread stack may
+// exec); past it, it is passed on as it is, and the program lets go of the library at its start
+// instead (preload.cc).
+constexpr size_t kMostCopiedBytes = 4096;
 
 // Calls exec(envp') with envp' = `envp` without this library in any LD_PRELOAD (a variable left
 // with nothing is left out) when ExecsUnchecked, the launcher's descriptors set to close at the
 // exec first (left so if it fails: every exec of this process wants them closed, and two threads
 // exec'ing at once cannot restore each other's flags); else exec(envp). The copy is on this
-// frame's stack: no allocation (a vfork child may exec).
+// frame's stack (at most kMostCopiedBytes): no allocation (a vfork child may exec).
 template <class Exec>
 int Unpreloaded(char* const* envp, Exec&& exec) {
   if (!ExecsUnchecked()) return exec(envp);
@@ -101,12 +103,15 @@ int Unpreloaded(char* const* envp, Exec&& exec) {
   }
   if (envp == nullptr) return exec(envp);
   size_t count = 0;
+  size_t bytes = sizeof(char*);  // the null at the end
   bool ours = false;
   for (; envp[count] != nullptr; ++count) {
-    if (count == kMostVariables) return exec(envp);
-    if (std::strncmp(envp[count], "LD_PRELOAD=", 11) != 0) continue;
-    if (std::strlen(envp[count]) > kMostPreloadBytes) return exec(envp);
-    ours |= std::strstr(envp[count], "libstackwalk_leakcheck.so") != nullptr;
+    bytes += sizeof(char*);
+    if (std::strncmp(envp[count], "LD_PRELOAD=", 11) == 0) {
+      bytes += std::strlen(envp[count]) + 1;
+      ours |= std::strstr(envp[count], "libstackwalk_leakcheck.so") != nullptr;
+    }
+    if (bytes > kMostCopiedBytes) return exec(envp);
   }
   if (!ours) return exec(envp);
   char** changed = static_cast<char**>(alloca(sizeof(char*) * (count + 1)));

@@ -409,7 +409,10 @@ void RecordModulesCovering(void* const* pcs, int n) {
 }
 
 void RecordBeforeFork() {
-  if (g_state.load(std::memory_order_acquire) != kAttached) return;
+  // Decided now, waiting for another thread's Attach or attaching here: a state that changed
+  // between this handler and the fork would leave the child attached to its parent's pieces with
+  // no copies of them (Attach takes no lock a forking thread holds).
+  if (!Attached()) return;
   g_grow_lock.Lock();  // no piece is mapped until the fork is over
   g_fork_copy_count = 0;
   const uint64_t high = __atomic_load_n(&g_header->extent_high, __ATOMIC_ACQUIRE);
@@ -615,6 +618,11 @@ void RecordLeaveAfterFork() {
       ForkCopy& piece = g_fork_copies[i];
       if (piece.placed) continue;
       lost_tables |= !MakePrivate(piece, g_fd, -1);  // the parent's region is closed by now
+      // Read: its pages in the region (which the launcher holds) are not this process's table.
+      if (piece.offset != kNotInChild) {
+        fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(piece.offset), static_cast<off_t>(piece.bytes));
+      }
     }
     ForgetForkCopies();
     g_grow_lock.Unlock();  // taken by RecordBeforeFork in the parent, held in this copy of it

@@ -55,8 +55,9 @@ ClosedModules& ClosedModuleRegistry(State& state) {
 }
 
 namespace {
-// Only the preloaded library gets here (Start() configures the in-process one first), and it
-// records from the first allocation on. Out of line: once a process.
+// Only the preloaded library gets here (Start() configures the in-process one first): in a
+// process the launcher checks it records from the first allocation on. Out of line: once a
+// process.
 __attribute__((noinline)) void ConfigureFromEnvironment(State& s) {
   s.options = ParseOptions(getenv("STACKWALK_LEAKCHECK"));
   // A process the launcher does not check (started below its program, without --follow-exec)

@@ -50,7 +50,9 @@ struct State {
   Options options;  // the whole set, for reports and start-up; the hooks read `recording`
   RecordingOptions recording;
   std::atomic<bool> configured{false};
-  // Hooks record only while active: always once preloaded; between Start() and Stop() in-process.
+  // Hooks record only while active: preloaded, from the first allocation of a process the
+  // launcher checks (ChosenProcess, session.h), never in one it does not; in-process, between
+  // Start() and Stop().
   std::atomic<bool> active{false};
   // A clean exit report to stderr is left out (report.cc): set at start-up and in a forked child
   // for a process the checker was preloaded into that is not the program the launcher runs (raw
